@@ -1,0 +1,111 @@
+"""The ``hrlsched`` command line. Commands are thin: they parse, call the
+library, and print."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from hrlsched.config import ConfigError, builtin_scenarios, load_yaml, resolve_run_config
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Hierarchical-RL cluster scheduling: simulate, compare, calibrate.")
+console = Console(stderr=True)
+
+
+def fail(msg: str) -> None:
+    console.print(f"[red]error:[/red] {msg}", highlight=False)
+    raise typer.Exit(2)
+
+
+@app.command()
+def simulate(
+    scenario: Annotated[str, typer.Option(help="built-in scenario name, scenario YAML, or a run's config.yaml")],
+    out: Annotated[Path, typer.Option(help="run directory to write")],
+    policy: Annotated[Optional[str], typer.Option(help="ALLOCATION[+PLACEMENT], e.g. fifo+pack")] = None,  # noqa: UP045
+    seed: Annotated[Optional[int], typer.Option(help="seed of the workload and the policy")] = None,  # noqa: UP045
+    set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
+    plots: Annotated[bool, typer.Option(help="write PNG plots")] = True,
+) -> None:
+    """Simulate one scenario under one policy and write the run directory."""
+    from hrlsched.run import run_to_dir
+    from hrlsched.sim.view import InvalidDecisionError
+
+    try:
+        cfg = resolve_run_config(scenario, policy, seed, set_ or [])
+    except ConfigError as e:
+        fail(str(e))
+    with Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
+        TimeElapsedColumn(), console=console, transient=True, disable=not sys.stderr.isatty(),
+    ) as bar:
+        task = bar.add_task(f"{cfg.scenario.name} / {cfg.policy}", total=None, jobs="")
+
+        def tick(t: float, done: int, total: int) -> None:
+            bar.update(task, total=total, completed=done, jobs=f"{done}/{total} jobs, t={t / 3600:.1f} h")
+
+        try:
+            summ = run_to_dir(cfg, out, tick, plots=plots)
+        except (ConfigError, InvalidDecisionError, ValueError, KeyError) as e:
+            fail(str(e))
+    table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in summ.items():
+        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+    Console().print(table)
+    console.print(f"wrote {out}/ (config.yaml, jobs.csv, rounds.csv, summary.json, plots)")
+
+
+@app.command()
+def scenarios(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List the built-in scenarios."""
+    rows = []
+    for name, path in sorted(builtin_scenarios().items()):
+        d = load_yaml(path)
+        rows.append({"name": name, "description": " ".join(str(d.get("description", "")).split())})
+    if json_out:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table()
+    table.add_column("scenario")
+    table.add_column("description")
+    for r in rows:
+        table.add_row(r["name"], r["description"])
+    Console().print(table)
+
+
+@app.command()
+def policies() -> None:
+    """List every policy, with one line and its paper."""
+    from hrlsched.policies.registry import all_policies
+
+    table = Table()
+    for c in ("name", "kind", "what it does", "paper"):
+        table.add_column(c)
+    for p in all_policies():
+        table.add_row(p.name, p.kind, p.summary, p.paper)
+    Console().print(table)
+
+
+def _register_commands() -> None:
+    from hrlsched.commands import register_all
+
+    register_all(app)
+
+
+_register_commands()
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,35 @@
+"""Where one job's tasks run."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Placement:
+    """GPU index of every worker and CPU-socket index of every parameter server.
+
+    Hashable, so performance models cache speeds per placement signature.
+    All-reduce jobs have no PS.
+    """
+
+    gpus: tuple[int, ...]
+    ps_sockets: tuple[int, ...] = ()
+
+    @classmethod
+    def of(cls, gpus: object, ps_sockets: object = ()) -> Placement:
+        return cls(tuple(int(g) for g in np.atleast_1d(gpus)), tuple(int(s) for s in np.atleast_1d(ps_sockets)))
+
+    @property
+    def n_workers(self) -> int:
+        return len(self.gpus)
+
+    @property
+    def n_ps(self) -> int:
+        return len(self.ps_sockets)
+
+    def canonical(self) -> Placement:
+        """Order-free form: two placements with the same sets compare equal."""
+        return Placement(tuple(sorted(self.gpus)), tuple(sorted(self.ps_sockets)))

@@ -1,0 +1,186 @@
+"""Configuration: pydantic models, YAML in and out, ``--set a.b=value``.
+
+A run is fully described by a ``RunConfig`` (scenario + policy + seed); its
+resolved form is saved as ``config.yaml`` in the run directory, and
+``hrlsched simulate --scenario runs/X/config.yaml`` runs it again.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from hrlsched.cluster.spec import ClusterSpec
+
+
+class ConfigError(ValueError):
+    """A configuration value is invalid; the message names the field."""
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SimSettings(Strict):
+    round_s: float = Field(60.0, gt=0, description="scheduling interval")
+    max_time_s: float = Field(90 * 86400.0, gt=0, description="stop the simulation at this time")
+    restart_s: float | None = Field(None, ge=0, description="checkpoint-restart delay; null: per model")
+    restart_on_first_start: bool = True
+
+
+class PerfSettings(Strict):
+    backend: str = "optimus"
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class SyntheticWorkload(Strict):
+    """Jobs of the catalogue's models with heavy-tailed sizes and durations.
+
+    Duration is what the job takes alone at its requested GPUs, placed well;
+    its work (samples) is set from it through the performance model."""
+
+    kind: Literal["synthetic"] = "synthetic"
+    jobs: int = Field(200, gt=0)
+    duration_h: float = Field(8.0, gt=0, description="arrivals (Poisson) spread over this window")
+    models: list[str] | None = Field(None, description="null: every model of the catalogue, uniformly")
+    gpu_counts: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
+    gpu_probs: list[float] = Field(default_factory=lambda: [0.55, 0.12, 0.15, 0.13, 0.05])
+    duration_median_s: float = Field(1800.0, gt=0)
+    duration_sigma: float = Field(1.4, ge=0, description="log-normal shape: heavier tail when larger")
+    duration_min_s: float = Field(120.0, gt=0)
+    duration_max_s: float = Field(3 * 86400.0, gt=0)
+    allreduce_fraction: float = Field(0.4, ge=0, le=1)
+    async_fraction: float = Field(0.0, ge=0, le=1)
+    users: int = Field(8, gt=0)
+
+    @model_validator(mode="after")
+    def _check(self) -> SyntheticWorkload:
+        if len(self.gpu_counts) != len(self.gpu_probs):
+            raise ValueError(
+                f"gpu_probs: expected {len(self.gpu_counts)} probabilities (one per gpu_counts entry), "
+                f"got {len(self.gpu_probs)}"
+            )
+        if any(c < 1 for c in self.gpu_counts):
+            raise ValueError(f"gpu_counts: expected positive integers, got {self.gpu_counts}")
+        if any(p < 0 for p in self.gpu_probs) or abs(sum(self.gpu_probs) - 1) > 1e-6:
+            raise ValueError(f"gpu_probs: expected non-negative values summing to 1, got {self.gpu_probs}")
+        if self.duration_min_s > self.duration_max_s:
+            raise ValueError("duration_min_s: expected <= duration_max_s")
+        return self
+
+
+WorkloadConfig = Annotated[SyntheticWorkload, Field(discriminator="kind")]
+
+
+class ScenarioConfig(Strict):
+    name: str
+    description: str = ""
+    cluster: ClusterSpec
+    workload: WorkloadConfig
+    sim: SimSettings = Field(default_factory=SimSettings)
+    perf: PerfSettings = Field(default_factory=PerfSettings)
+
+
+class RunConfig(Strict):
+    scenario: ScenarioConfig
+    policy: str = "fifo"
+    seed: int = 0
+
+
+def _format_error(e: ValidationError, source: str) -> str:
+    lines = [f"{source}: invalid configuration"]
+    for err in e.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"  {loc}: {msg}" + (f" (got {err['input']!r})" if err["type"] != "value_error" and not isinstance(err.get("input"), dict) else ""))
+    return "\n".join(lines)
+
+
+def parse_run_config(data: dict[str, Any], source: str) -> RunConfig:
+    try:
+        return RunConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_error(e, source)) from None
+
+
+def builtin_scenarios() -> dict[str, Path]:
+    root = resources.files("hrlsched") / "scenarios"
+    return {Path(str(p)).stem: Path(str(p)) for p in root.iterdir() if str(p).endswith(".yaml")}
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no such file") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    return data
+
+
+def set_path(data: dict[str, Any], dotted: str, value: Any) -> None:
+    keys = dotted.split(".")
+    cur: Any = data
+    for k in keys[:-1]:
+        if isinstance(cur, list):
+            cur = cur[int(k)]
+            continue
+        if k not in cur or cur[k] is None:
+            cur[k] = {}
+        cur = cur[k]
+    if isinstance(cur, list):
+        cur[int(keys[-1])] = value
+    else:
+        cur[keys[-1]] = value
+
+
+def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
+    """``a.b=value`` (value parsed as YAML). Keys not starting with
+    ``scenario``, ``policy`` or ``seed`` are relative to the scenario."""
+    for item in overrides:
+        key, eq, raw = item.partition("=")
+        if not eq or not key:
+            raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. sim.round_s=20")
+        key = key.strip()
+        if key.split(".")[0] not in ("scenario", "policy", "seed"):
+            key = "scenario." + key
+        try:
+            set_path(data, key, yaml.safe_load(raw))
+        except (IndexError, ValueError, TypeError) as e:
+            raise ConfigError(f"--set {item!r}: cannot set {key}: {e}") from None
+    return data
+
+
+def resolve_run_config(
+    scenario: str, policy: str | None = None, seed: int | None = None, overrides: list[str] | None = None
+) -> RunConfig:
+    """A built-in scenario name, a scenario YAML, or a saved run ``config.yaml``."""
+    builtins = builtin_scenarios()
+    if scenario in builtins:
+        source = f"scenario {scenario!r}"
+        raw = load_yaml(builtins[scenario])
+    else:
+        path = Path(scenario)
+        if not path.exists():
+            raise ConfigError(
+                f"--scenario {scenario!r}: neither a built-in scenario ({', '.join(sorted(builtins))}) nor a file"
+            )
+        source = str(path)
+        raw = load_yaml(path)
+    data: dict[str, Any] = raw if "scenario" in raw else {"scenario": raw}
+    if policy is not None:
+        data["policy"] = policy
+    if seed is not None:
+        data["seed"] = seed
+    apply_overrides(data, overrides or [])
+    return parse_run_config(data, source)
+
+
+def dump_run_config(cfg: RunConfig) -> dict[str, Any]:
+    return cfg.model_dump(mode="json")

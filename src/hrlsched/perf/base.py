@@ -1,0 +1,98 @@
+"""The performance-model contract: a pure function from (jobs, placements,
+topology) to speeds. The simulator, the policies that predict (Optimus,
+topology-aware placement) and the RL environments all go through it."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from hrlsched.cluster.placement import Placement
+from hrlsched.cluster.topology import Topology
+from hrlsched.workload.catalogue import ModelProfile, get_profile
+from hrlsched.workload.job import Job
+
+
+class PerformanceModel(ABC):
+    """Speeds, in training samples per second, of running jobs.
+
+    ``speeds`` is joint: the speed of one job may depend on where every other
+    job runs (shared links, shared GPUs, shared sockets). Implementations must
+    be deterministic and free of side effects other than caches.
+    """
+
+    name: str = "base"
+
+    def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile]) -> None:
+        self.topology = topology
+        self.catalogue = catalogue
+        self._alone_cache: dict[tuple, float] = {}
+
+    def profile(self, job: Job) -> ModelProfile:
+        return get_profile(job.model, dict(self.catalogue))
+
+    @abstractmethod
+    def speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Samples/s of each job, given the placements of all of them."""
+
+    def efficiency(self, jobs: Sequence[Job], batch_sizes: np.ndarray) -> np.ndarray:
+        """Statistical efficiency of each job at its batch size (progress per
+        sample, relative to the job's own batch size). 1 unless a backend
+        models the gradient noise scale."""
+        return np.ones(len(jobs))
+
+    def alone_speed(self, job: Job, placement: Placement, batch_size: int | None = None) -> float:
+        """Speed of the job at this placement with no other job in the cluster."""
+        bs = job.batch_size if batch_size is None else int(batch_size)
+        key = (job.model, job.arch, job.mode, bs, placement.canonical())
+        v = self._alone_cache.get(key)
+        if v is None:
+            v = float(self.speeds([job], [placement], np.array([bs]))[0])
+            self._alone_cache[key] = v
+        return v
+
+    def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
+        """Speed alone on an interference-free, consolidated placement: workers
+        packed from GPU 0 on (one switch, one socket, one server where they
+        fit), PSs on the workers' first socket(s)."""
+        placement = self.compact_placement(n_workers, n_ps if job.arch == "ps" else 0)
+        return self.alone_speed(job, placement, batch_size)
+
+    def compact_placement(self, n_workers: int, n_ps: int) -> Placement:
+        topo = self.topology
+        if n_workers > topo.n_gpus:
+            raise ValueError(f"{n_workers} workers do not fit in a cluster of {topo.n_gpus} GPUs")
+        gpus = np.arange(n_workers)
+        sockets = np.unique(topo.gpu_socket[gpus])
+        ps = sockets[np.arange(n_ps) % len(sockets)] if n_ps else np.array([], dtype=int)
+        return Placement.of(gpus, ps)
+
+
+def gpu_share_counts(placements: Sequence[Placement], n_gpus: int) -> np.ndarray:
+    """Number of workers (of all jobs) on each GPU."""
+    if not placements:
+        return np.zeros(n_gpus, dtype=np.int64)
+    flat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64)
+    return np.bincount(flat, minlength=n_gpus)
+
+
+def per_job_max(values: np.ndarray, placements: Sequence[Placement]) -> np.ndarray:
+    """max over each job's GPUs of ``values[gpu]``, vectorised with reduceat."""
+    lens = np.fromiter((len(p.gpus) for p in placements), dtype=np.int64, count=len(placements))
+    flat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(lens.sum()))
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    return np.maximum.reduceat(values[flat], starts)
+
+
+def per_job_min(values: np.ndarray, placements: Sequence[Placement]) -> np.ndarray:
+    lens = np.fromiter((len(p.gpus) for p in placements), dtype=np.int64, count=len(placements))
+    flat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(lens.sum()))
+    starts = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    return np.minimum.reduceat(values[flat], starts)

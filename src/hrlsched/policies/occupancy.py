@@ -1,0 +1,92 @@
+"""Free capacity while a placement policy fills the cluster, job after job."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hrlsched.cluster.placement import Placement
+from hrlsched.sim.view import ClusterView
+from hrlsched.workload.catalogue import ModelProfile
+from hrlsched.workload.job import Job
+
+
+class Occupancy:
+    """GPU slots, CPU cores and memory left, updated as jobs are placed."""
+
+    def __init__(self, view: ClusterView, max_tasks_per_gpu: int = 1) -> None:
+        topo = view.topology
+        self.view = view
+        self.topo = topo
+        self.gpu_free = np.full(topo.n_gpus, max_tasks_per_gpu, dtype=np.int64)
+        self.cores_free = topo.server_cores.astype(float).copy()
+        self.mem_free = topo.server_mem_gb.astype(float).copy()
+
+    def profile(self, job: Job) -> ModelProfile:
+        return self.view.perf.profile(job)
+
+    def commit(self, job: Job, pl: Placement) -> None:
+        topo, prof = self.topo, self.profile(job)
+        g = np.asarray(pl.gpus, dtype=np.int64)
+        np.subtract.at(self.gpu_free, g, 1)
+        srv = topo.gpu_server[g]
+        np.subtract.at(self.cores_free, srv, prof.worker_cores)
+        np.subtract.at(self.mem_free, srv, prof.worker_mem_gb)
+        if pl.ps_sockets:
+            ps_srv = topo.socket_server[np.asarray(pl.ps_sockets, dtype=np.int64)]
+            np.subtract.at(self.cores_free, ps_srv, prof.ps_cores)
+            np.subtract.at(self.mem_free, ps_srv, prof.ps_mem_gb)
+
+    def fits(self, job: Job, pl: Placement) -> bool:
+        topo, prof = self.topo, self.profile(job)
+        g = np.asarray(pl.gpus, dtype=np.int64)
+        if np.any(np.bincount(g, minlength=topo.n_gpus) > self.gpu_free):
+            return False
+        cores = np.bincount(topo.gpu_server[g], minlength=topo.n_servers) * prof.worker_cores
+        mem = np.bincount(topo.gpu_server[g], minlength=topo.n_servers) * prof.worker_mem_gb
+        if pl.ps_sockets:
+            ps_srv = topo.socket_server[np.asarray(pl.ps_sockets, dtype=np.int64)]
+            cores = cores + np.bincount(ps_srv, minlength=topo.n_servers) * prof.ps_cores
+            mem = mem + np.bincount(ps_srv, minlength=topo.n_servers) * prof.ps_mem_gb
+        return bool(np.all(cores <= self.cores_free + 1e-9) and np.all(mem <= self.mem_free + 1e-9))
+
+    def worker_capacity(self, job: Job, reserve_ps: int = 0) -> np.ndarray:
+        """Workers of ``job`` each server can still take (GPU slots, cores, memory)."""
+        prof = self.profile(job)
+        topo = self.topo
+        gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
+        cores = (self.cores_free - reserve_ps * prof.ps_cores) / max(prof.worker_cores, 1e-9)
+        mem = (self.mem_free - reserve_ps * prof.ps_mem_gb) / max(prof.worker_mem_gb, 1e-9)
+        return np.maximum(np.minimum(gpus, np.floor(np.minimum(cores, mem) + 1e-9)), 0).astype(np.int64)
+
+    def ps_sockets_for(self, job: Job, n_ps: int, servers: np.ndarray, workers: np.ndarray) -> tuple[int, ...] | None:
+        """PS sockets: round-robin over the sockets of the workers' servers that
+        have room, then over any socket with room (least-loaded server first)."""
+        if n_ps == 0:
+            return ()
+        topo, prof = self.topo, self.profile(job)
+        cores = self.cores_free.copy()
+        mem = self.mem_free.copy()
+        srv_w = np.bincount(topo.gpu_server[workers], minlength=topo.n_servers)
+        cores -= srv_w * prof.worker_cores
+        mem -= srv_w * prof.worker_mem_gb
+        # Sockets of the workers first (in order of how many workers they host).
+        ws = topo.gpu_socket[workers]
+        uniq, cnt = np.unique(ws, return_counts=True)
+        pref = list(uniq[np.argsort(-cnt, kind="stable")])
+        others = np.argsort(-cores[topo.socket_server], kind="stable")
+        order = pref + [int(s) for s in others if s not in set(pref)]
+        out: list[int] = []
+        while len(out) < n_ps:
+            placed = False
+            for s in order:
+                srv = topo.socket_server[s]
+                if cores[srv] >= prof.ps_cores - 1e-9 and mem[srv] >= prof.ps_mem_gb - 1e-9:
+                    out.append(int(s))
+                    cores[srv] -= prof.ps_cores
+                    mem[srv] -= prof.ps_mem_gb
+                    placed = True
+                    if len(out) == n_ps:
+                        break
+            if not placed:
+                return None
+        return tuple(out)

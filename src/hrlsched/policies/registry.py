@@ -1,0 +1,58 @@
+"""Policy registry: ``ALLOCATION[+PLACEMENT]`` names -> schedulers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from hrlsched.policies.base import AllocationPolicy, ComposedScheduler, PlacementPolicy, Scheduler
+
+
+@dataclass(frozen=True)
+class PolicyInfo:
+    name: str
+    kind: str  # "allocation", "placement" or "scheduler" (joint)
+    factory: Callable[[], object]
+    summary: str
+    paper: str
+
+
+ALLOCATIONS: dict[str, PolicyInfo] = {}
+PLACEMENTS: dict[str, PolicyInfo] = {}
+SCHEDULERS: dict[str, PolicyInfo] = {}
+
+
+def register(kind: str, name: str, factory: Callable[[], object], summary: str, paper: str) -> None:
+    table = {"allocation": ALLOCATIONS, "placement": PLACEMENTS, "scheduler": SCHEDULERS}[kind]
+    table[name] = PolicyInfo(name, kind, factory, summary, paper)
+
+
+def make_scheduler(spec: str) -> Scheduler:
+    """``fifo``, ``fifo+pack``, or the name of a joint scheduler."""
+    name, _, place = spec.strip().partition("+")
+    if name in SCHEDULERS and not place:
+        return SCHEDULERS[name].factory()  # type: ignore[return-value]
+    if name not in ALLOCATIONS:
+        known = sorted(ALLOCATIONS) + sorted(SCHEDULERS)
+        raise ValueError(f"policy {spec!r}: unknown policy {name!r}; expected one of {known}")
+    alloc: AllocationPolicy = ALLOCATIONS[name].factory()  # type: ignore[assignment]
+    place = place or alloc.default_placement
+    if place not in PLACEMENTS:
+        raise ValueError(f"policy {spec!r}: unknown placement {place!r}; expected one of {sorted(PLACEMENTS)}")
+    placement: PlacementPolicy = PLACEMENTS[place].factory()  # type: ignore[assignment]
+    return ComposedScheduler(alloc, placement)
+
+
+def all_policies() -> list[PolicyInfo]:
+    return [*ALLOCATIONS.values(), *SCHEDULERS.values(), *PLACEMENTS.values()]
+
+
+def _register_builtins() -> None:
+    from hrlsched.policies.fifo import FIFO
+    from hrlsched.policies.pack import PackPlacement
+
+    register("allocation", "fifo", FIFO, "first-in first-out at the requested GPUs, no preemption", "classic baseline")
+    register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
+
+
+_register_builtins()

@@ -1,0 +1,27 @@
+"""One simulation run, from a resolved config to a run directory."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hrlsched.config import RunConfig, dump_run_config
+from hrlsched.policies.registry import make_scheduler
+from hrlsched.scenario import build_scenario
+from hrlsched.sim.engine import SimResult, Simulator
+from hrlsched.sim.recorder import write_run
+
+
+def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None) -> SimResult:
+    built = build_scenario(cfg.scenario, cfg.seed)
+    scheduler = make_scheduler(cfg.policy)
+    sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed)
+    return sim.run(progress)
+
+
+def run_to_dir(
+    cfg: RunConfig, out: str | Path, progress: Callable[[float, int, int], None] | None = None, plots: bool = True
+) -> dict[str, Any]:
+    res = simulate(cfg, progress)
+    return write_run(out, res, dump_run_config(cfg), cfg.policy, cfg.scenario.name, plots_on=plots)

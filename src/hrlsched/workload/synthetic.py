@@ -1,0 +1,59 @@
+"""The synthetic workload of built-in scenarios: Poisson arrivals, GPU counts
+from a categorical distribution, log-normal (heavy-tailed) durations, models
+drawn from the catalogue. A job's work is set so that, alone at its requested
+GPUs and placed well, it runs for its drawn duration."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from hrlsched.config import SyntheticWorkload
+from hrlsched.perf.base import PerformanceModel
+from hrlsched.workload.job import Job
+
+
+def work_for_duration(perf: PerformanceModel, job: Job, duration_s: float) -> float:
+    """Samples that ``job`` processes in ``duration_s`` alone at its request."""
+    return duration_s * perf.isolated_speed(job, job.requested_gpus, job.num_ps_requested)
+
+
+def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.random.Generator) -> list[Job]:
+    models = cfg.models or sorted(perf.catalogue)
+    for m in models:
+        if m not in perf.catalogue:
+            raise ValueError(f"workload.models: {m!r} is not in the catalogue; expected one of {sorted(perf.catalogue)}")
+    n = cfg.jobs
+    max_gpus = perf.topology.n_gpus
+    arrivals = np.sort(rng.uniform(0.0, cfg.duration_h * 3600.0, size=n))  # Poisson given n
+    gpus = np.minimum(rng.choice(np.asarray(cfg.gpu_counts), size=n, p=np.asarray(cfg.gpu_probs)), max_gpus)
+    dur = np.clip(
+        cfg.duration_median_s * np.exp(cfg.duration_sigma * rng.standard_normal(n)),
+        cfg.duration_min_s,
+        cfg.duration_max_s,
+    )
+    model_idx = rng.integers(0, len(models), size=n)
+    allreduce = rng.random(n) < cfg.allreduce_fraction
+    asyn = rng.random(n) < cfg.async_fraction
+    users = rng.integers(0, cfg.users, size=n)
+    jobs = []
+    for i in range(n):
+        model = models[model_idx[i]]
+        prof = perf.catalogue[model]
+        arch = "allreduce" if allreduce[i] else "ps"
+        probe = Job(
+            job_id=i,
+            arrival_s=float(round(arrivals[i], 3)),
+            model=model,
+            total_samples=1.0,
+            batch_size=prof.default_batch * (int(gpus[i]) if not asyn[i] else 1),
+            requested_gpus=int(gpus[i]),
+            requested_ps=1,
+            arch=arch,
+            mode="async" if asyn[i] else "sync",
+            user=f"user{users[i]}",
+        )
+        total = work_for_duration(perf, probe, float(dur[i]))
+        jobs.append(
+            Job(**{**probe.__dict__, "total_samples": total, "trace_duration_s": float(dur[i]), "name": ""})
+        )
+    return jobs
