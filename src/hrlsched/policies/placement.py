@@ -21,15 +21,17 @@ class IncrementalPlacement(PlacementPolicy):
         occ = Occupancy(view, self.max_tasks_per_gpu)
         out: dict[int, Placement] = {}
         pending: list[tuple[Job, Allocation]] = []
+        kept: list[Job] = []
         for jid, a in allocations.items():
             i = view.index(jid)
             cur = view.placements[i]
             job = view.jobs[i]
             if cur is not None and cur.n_workers == a.workers and cur.n_ps == (a.ps if job.arch == "ps" else 0):
                 out[jid] = cur
-                occ.commit(job, cur)
+                kept.append(job)
             else:
                 pending.append((job, a))
+        occ.commit_many(kept, list(out.values()))
         for job, a in pending:
             n_ps = max(a.ps, 1) if job.arch == "ps" else 0
             pl = self.place_job(view, occ, job, a.workers, n_ps)

@@ -136,7 +136,10 @@ class Simulator:
         n_workers = np.zeros(n, dtype=np.int64)
         n_ps = np.zeros(n, dtype=np.int64)
         placements: list[Placement | None] = [None] * n
+        running: dict[int, Placement] = {}  # job index -> placement, for running jobs
+        alone = np.ones(n)  # speed alone at the current placement
         done = np.zeros(n, dtype=bool)
+        is_active = np.zeros(n, dtype=bool)
 
         gpu_tasks = np.zeros(topo.n_gpus, dtype=np.int64)
         cores_used = np.zeros(topo.n_servers)
@@ -156,6 +159,7 @@ class Simulator:
             # Arrivals up to now join.
             while next_arrival < n and arrival[next_arrival] <= t + EPS:
                 active.append(next_arrival)
+                is_active[next_arrival] = True
                 next_arrival += 1
                 dirty = True
             if not active:
@@ -190,27 +194,28 @@ class Simulator:
                 )
                 decision = sched.decide(view)
                 calls += 1
-                new = self._validate(decision, act, max_share, w_cores, w_mem, p_cores, p_mem)
-                changed = False
-                for i in active:
-                    old, pl = placements[i], new.get(i)
-                    if pl is not None:
-                        pl = pl.canonical()
-                    nb = decision.batch_sizes.get(jobs[i].job_id)
-                    if nb is not None and nb != batch[i]:
+                new, loads = self._validate(decision, running, is_active, max_share, w_cores, w_mem, p_cores, p_mem)
+                changed: list[int] = []
+                for i in [i for i in running if i not in new]:  # preempted
+                    del running[i]
+                    placements[i] = None
+                    delay_left[i] = 0.0
+                    n_workers[i] = n_ps[i] = 0
+                    changed.append(i)
+                new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
+                for i, pl in new.items():
+                    old = running.get(i)
+                    nb = new_batch.get(i)
+                    rebatch = nb is not None and nb != batch[i]
+                    if rebatch:
                         batch[i] = nb
-                        if pl is not None and pl == old:
-                            delay_left[i] = restart_cost[i]  # a new batch size restarts the job too
+                    if old is not None and (old is pl or old == pl):
+                        if rebatch:  # a new batch size restarts the job too
+                            delay_left[i] = restart_cost[i]
                             restarts[i] += 1
-                        changed = True
-                    if pl == old:
+                            changed.append(i)
                         continue
-                    changed = True
-                    placements[i] = pl
-                    if pl is None:
-                        delay_left[i] = 0.0
-                        n_workers[i] = n_ps[i] = 0
-                        continue
+                    running[i] = placements[i] = pl
                     n_workers[i], n_ps[i] = pl.n_workers, pl.n_ps
                     if np.isnan(start[i]):
                         start[i] = t
@@ -218,29 +223,25 @@ class Simulator:
                     else:
                         delay_left[i] = restart_cost[i]
                         restarts[i] += 1
+                    changed.append(i)
                 if changed:
-                    run_idx = [i for i in active if placements[i] is not None]
-                    gpu_tasks[:] = 0
-                    cores_used[:] = 0
-                    mem_used[:] = 0
+                    gpu_tasks[:], cores_used[:], mem_used[:] = loads
                     rate[:] = 0.0
                     speed[:] = 0.0
-                    if run_idx:
-                        ri = np.asarray(run_idx)
-                        pls = [placements[i] for i in run_idx]
-                        rj = [jobs[i] for i in run_idx]
-                        gflat = np.fromiter((g for p in pls for g in p.gpus), dtype=np.int64)
-                        gpu_tasks[:] = np.bincount(gflat, minlength=topo.n_gpus)
-                        self._server_load(pls, ri, w_cores, p_cores, cores_used)
-                        self._server_load(pls, ri, w_mem, p_mem, mem_used)
+                    if running:
+                        ri = np.fromiter(running.keys(), dtype=np.int64, count=len(running))
+                        pls = list(running.values())
+                        rj = [jobs[i] for i in ri]
                         sp = self.perf.speeds(rj, pls, batch[ri])
                         if np.any(~np.isfinite(sp)) or np.any(sp <= 0):
-                            bad = run_idx[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
+                            bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                             raise RuntimeError(f"performance model gave a non-positive speed for job {jobs[bad].job_id}")
                         speed[ri] = sp
                         rate[ri] = sp * self.perf.efficiency(rj, batch[ri])
-                        alone = np.array([self.perf.alone_speed(j, p, b) for j, p, b in zip(rj, pls, batch[ri])])
-                        slowdown[ri] = np.maximum(alone / sp, 1.0)
+                        for i in changed:
+                            if i in running:
+                                alone[i] = self.perf.alone_speed(jobs[i], running[i], int(batch[i]))
+                        slowdown[ri] = np.maximum(alone[ri] / sp, 1.0)
                 dirty = False
 
             run = act[n_workers[act] > 0]
@@ -281,13 +282,16 @@ class Simulator:
                     finish[fi] = t + fin_rel[fin]
                     contention[fi] -= len(active) * (dt - fin_rel[fin])
                     done[fi] = True
+                    is_active[fi] = False
+                    gone = [running.pop(int(i)) for i in fi]
+                    dg, dc, dm = self._loads(gone, fi, w_cores, w_mem, p_cores, p_mem)
+                    gpu_tasks -= dg
+                    cores_used -= dc
+                    mem_used -= dm
                     for i in fi:
-                        pl = placements[i]
-                        gpu_tasks[list(pl.gpus)] -= 1
                         placements[i] = None
-                        n_workers[i] = n_ps[i] = 0
+                    n_workers[fi] = n_ps[fi] = 0
                     active = [i for i in active if not done[i]]
-                    self._recompute_servers(active, placements, w_cores, w_mem, p_cores, p_mem, cores_used, mem_used)
                     dirty = True
             t += dt
             rnd += k
@@ -326,86 +330,84 @@ class Simulator:
         rec_cols["jobs_running"].append(np.full(k, running, dtype=np.int64))
         rec_cols["mean_slowdown"].append(np.full(k, slow))
 
-    def _server_load(self, pls, ri, per_worker, per_ps, out) -> None:
+    def _loads(self, pls, idx, w_cores, w_mem, p_cores, p_mem) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Workers per GPU, and CPU cores and memory used per server, by ``pls``
+        (the placements of jobs ``idx``)."""
         topo = self.topo
-        wl = np.fromiter((len(p.gpus) for p in pls), dtype=np.int64, count=len(pls))
-        pl_ = np.fromiter((len(p.ps_sockets) for p in pls), dtype=np.int64, count=len(pls))
+        m = len(pls)
+        wl = np.fromiter((len(p.gpus) for p in pls), dtype=np.int64, count=m)
+        pl_ = np.fromiter((len(p.ps_sockets) for p in pls), dtype=np.int64, count=m)
         gflat = np.fromiter((g for p in pls for g in p.gpus), dtype=np.int64, count=int(wl.sum()))
         sflat = np.fromiter((s for p in pls for s in p.ps_sockets), dtype=np.int64, count=int(pl_.sum()))
-        out += np.bincount(topo.gpu_server[gflat], weights=np.repeat(per_worker[ri], wl), minlength=topo.n_servers)
-        if sflat.size:
-            out += np.bincount(topo.socket_server[sflat], weights=np.repeat(per_ps[ri], pl_), minlength=topo.n_servers)
+        idx = np.asarray(idx, dtype=np.int64)
+        wo, po = np.repeat(idx, wl), np.repeat(idx, pl_)
+        gs, ss = topo.gpu_server[gflat], topo.socket_server[sflat]
+        ns = topo.n_servers
+        tasks = np.bincount(gflat, minlength=topo.n_gpus)
+        cores = np.bincount(gs, weights=w_cores[wo], minlength=ns) + np.bincount(ss, weights=p_cores[po], minlength=ns)
+        mem = np.bincount(gs, weights=w_mem[wo], minlength=ns) + np.bincount(ss, weights=p_mem[po], minlength=ns)
+        return tasks, cores, mem
 
-    def _recompute_servers(self, active, placements, w_cores, w_mem, p_cores, p_mem, cores_used, mem_used) -> None:
-        cores_used[:] = 0
-        mem_used[:] = 0
-        run_idx = [i for i in active if placements[i] is not None]
-        if run_idx:
-            pls = [placements[i] for i in run_idx]
-            ri = np.asarray(run_idx)
-            self._server_load(pls, ri, w_cores, p_cores, cores_used)
-            self._server_load(pls, ri, w_mem, p_mem, mem_used)
+    def _check_job(self, jid: int, job: Job, pl: object) -> None:
+        topo = self.topo
+        if not isinstance(pl, Placement):
+            raise InvalidDecisionError(f"job {jid}: placement must be a Placement, got {type(pl).__name__}")
+        if pl.n_workers < 1:
+            raise InvalidDecisionError(f"job {jid}: a running job needs at least one worker")
+        if len(set(pl.gpus)) != pl.n_workers:
+            raise InvalidDecisionError(f"job {jid}: two workers of one job on the same GPU {pl.gpus}")
+        if min(pl.gpus) < 0 or max(pl.gpus) >= topo.n_gpus:
+            raise InvalidDecisionError(f"job {jid}: GPU index out of range 0..{topo.n_gpus - 1}: {pl.gpus}")
+        if job.arch == "ps":
+            if pl.n_ps < 1:
+                raise InvalidDecisionError(f"job {jid}: a parameter-server job needs at least one PS")
+            if min(pl.ps_sockets) < 0 or max(pl.ps_sockets) >= topo.n_sockets:
+                raise InvalidDecisionError(
+                    f"job {jid}: PS socket index out of range 0..{topo.n_sockets - 1}: {pl.ps_sockets}"
+                )
+        elif pl.n_ps:
+            raise InvalidDecisionError(f"job {jid}: an all-reduce job has no parameter servers, got {pl.n_ps}")
 
-    def _validate(self, decision: Decision, act, max_share, w_cores, w_mem, p_cores, p_mem) -> dict[int, Placement]:
-        """Check a decision against the cluster; return {job index: placement}."""
+    def _validate(self, decision, running, is_active, max_share, w_cores, w_mem, p_cores, p_mem):
+        """Check a decision against the cluster. Returns {job index: canonical
+        placement} and the loads it puts on GPUs and servers."""
         topo, jobs = self.topo, self.jobs
         if not isinstance(decision, Decision):
             raise InvalidDecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
-        active = set(act.tolist())
         out: dict[int, Placement] = {}
         for jid, pl in decision.placements.items():
             i = self.index.get(jid)
-            if i is None or i not in active:
+            if i is None or not is_active[i]:
                 raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
-            job = jobs[i]
-            if not isinstance(pl, Placement):
-                raise InvalidDecisionError(f"job {jid}: placement must be a Placement, got {type(pl).__name__}")
-            if pl.n_workers < 1:
-                raise InvalidDecisionError(f"job {jid}: a running job needs at least one worker")
-            if len(set(pl.gpus)) != pl.n_workers:
-                raise InvalidDecisionError(f"job {jid}: two workers of one job on the same GPU {pl.gpus}")
-            if min(pl.gpus) < 0 or max(pl.gpus) >= topo.n_gpus:
-                raise InvalidDecisionError(f"job {jid}: GPU index out of range 0..{topo.n_gpus - 1}: {pl.gpus}")
-            if job.arch == "ps":
-                if pl.n_ps < 1:
-                    raise InvalidDecisionError(f"job {jid}: a parameter-server job needs at least one PS")
-                if min(pl.ps_sockets) < 0 or max(pl.ps_sockets) >= topo.n_sockets:
-                    raise InvalidDecisionError(
-                        f"job {jid}: PS socket index out of range 0..{topo.n_sockets - 1}: {pl.ps_sockets}"
-                    )
-            elif pl.n_ps:
-                raise InvalidDecisionError(f"job {jid}: an all-reduce job has no parameter servers, got {pl.n_ps}")
-            bs = decision.batch_sizes.get(jid)
-            if bs is not None and (not isinstance(bs, (int, np.integer)) or bs < 1):
+            old = running.get(i)
+            if old is not None and pl is old:  # unchanged: checked when it was made
+                out[i] = pl
+                continue
+            self._check_job(jid, jobs[i], pl)
+            out[i] = pl.canonical()
+        for jid, bs in decision.batch_sizes.items():
+            if jid not in decision.placements:
+                raise InvalidDecisionError(f"job {jid}: batch size given for a job that does not run")
+            if not isinstance(bs, (int, np.integer)) or isinstance(bs, bool) or bs < 1:
                 raise InvalidDecisionError(f"job {jid}: batch size must be a positive integer, got {bs!r}")
-            out[i] = pl
-        if not out:
-            return out
         idx = np.fromiter(out.keys(), dtype=np.int64, count=len(out))
         pls = list(out.values())
-        wl = np.fromiter((p.n_workers for p in pls), dtype=np.int64, count=len(pls))
-        gflat = np.fromiter((g for p in pls for g in p.gpus), dtype=np.int64, count=int(wl.sum()))
-        owner = np.repeat(idx, wl)
-        tasks = np.bincount(gflat, minlength=topo.n_gpus)
-        if tasks.max() > max_share:
+        tasks, cores, mem = self._loads(pls, idx, w_cores, w_mem, p_cores, p_mem)
+        if tasks.size and tasks.max() > max_share:
             g = int(np.argmax(tasks))
-            who = sorted(jobs[i].job_id for i in np.unique(owner[gflat == g]))
+            who = sorted(jobs[i].job_id for i, p in zip(idx.tolist(), pls) if g in p.gpus)
             raise InvalidDecisionError(
                 f"jobs {who}: {int(tasks[g])} workers on GPU {g}, at most {max_share} allowed by this scheduler"
             )
-        for what, per_w, per_p, cap in (
-            ("CPU cores", w_cores, p_cores, topo.server_cores),
-            ("memory (GiB)", w_mem, p_mem, topo.server_mem_gb),
-        ):
-            used = np.zeros(topo.n_servers)
-            self._server_load(pls, idx, per_w, per_p, used)
+        for what, used, cap in (("CPU cores", cores, topo.server_cores), ("memory (GiB)", mem, topo.server_mem_gb)):
             over = np.flatnonzero(used > cap + 1e-9)
             if over.size:
                 s = int(over[0])
-                on = set(owner[topo.gpu_server[gflat] == s].tolist())
-                on |= {i for i, p in zip(idx.tolist(), pls) if any(topo.socket_server[x] == s for x in p.ps_sockets)}
-                who = sorted(jobs[i].job_id for i in on)
-                raise InvalidDecisionError(
-                    f"jobs {who}: need {used[s]:g} {what} on server {s}, which has {cap[s]:g}"
+                who = sorted(
+                    jobs[i].job_id
+                    for i, p in zip(idx.tolist(), pls)
+                    if any(topo.gpu_server[g] == s for g in p.gpus)
+                    or any(topo.socket_server[x] == s for x in p.ps_sockets)
                 )
-        return out
+                raise InvalidDecisionError(f"jobs {who}: need {used[s]:g} {what} on server {s}, which has {cap[s]:g}")
+        return out, (tasks, cores, mem)
