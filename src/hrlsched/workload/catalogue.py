@@ -8,6 +8,18 @@ EuroSys'18), time per iteration in seconds on the reference GPU (V100 = 1.0)
     t(w, p) = theta0 * M / w + theta1 + theta2 * w / p + theta3 * w + theta4 * p
 
 with M the global batch, w workers and p parameter servers.
+
+The theta below were fitted on the 793 successful runs of the DL2
+measurements (MXNet, parameter-server, synchronous; failed runs dropped) by
+``hrlsched calibrate --format dl2 ../shared/data/dl2/config_speed.txt``,
+which prints a speed MAPE of 3-10% per model (docs/calibration.md). They are
+times on the DL2 testbed's GPUs, which this project takes as its reference
+GPU type (relative speed 1.0, the ``V100`` entry of ``cluster.spec.GPU_SPEED``):
+absolute times are those of that testbed, relative GPU speeds scale them.
+``default_batch`` is the global batch of those measurements. CPU cores and
+memory are reservations (the measured CPU use of a worker is 0.5-2 cores,
+of a PS 0.3-1.9); model sizes are approximate (parameter counts x 4 bytes of the usual
+configurations); the analytic model takes its traffic from theta2 instead.
 """
 
 from __future__ import annotations
@@ -40,18 +52,17 @@ def _p(name: str, mb: float, theta: tuple[float, ...], batch: int, **kw: object)
     return ModelProfile(name, mb, tuple(float(t) for t in theta), batch, **kw)  # type: ignore[arg-type]
 
 
-# Placeholder theta until calibrated on DL2 measurements; see hrlsched.perf.calibrate.
 CATALOGUE: dict[str, ModelProfile] = {
     p.name: p
     for p in [
-        _p("resnet-50", 98, (0.0040, 0.02, 0.030, 0.002, 0.002), 32, restart_s=60, input_mb_per_sample=0.15, compute_sensitivity=0.10),
-        _p("vgg-16", 528, (0.0070, 0.02, 0.160, 0.004, 0.002), 32, worker_mem_gb=12, ps_mem_gb=16, restart_s=150, input_mb_per_sample=0.15, compute_sensitivity=0.08),
-        _p("resnext-110", 7, (0.0008, 0.01, 0.003, 0.001, 0.001), 128, restart_s=20, input_mb_per_sample=0.003, compute_sensitivity=0.15),
-        _p("inception-bn", 45, (0.0020, 0.02, 0.015, 0.002, 0.001), 128, restart_s=45, input_mb_per_sample=0.15, compute_sensitivity=0.12),
-        _p("seq2seq", 150, (0.0010, 0.02, 0.050, 0.002, 0.002), 64, restart_s=90, input_mb_per_sample=0.002, compute_sensitivity=0.10),
-        _p("cnn-text-classification", 25, (0.0015, 0.01, 0.008, 0.001, 0.001), 50, worker_cores=1, ps_cores=1, restart_s=15, input_mb_per_sample=0.002, compute_sensitivity=0.20),
-        _p("dssm", 30, (0.0004, 0.01, 0.010, 0.001, 0.001), 256, worker_cores=1, ps_cores=1, restart_s=15, input_mb_per_sample=0.001, compute_sensitivity=0.20),
-        _p("wlm", 80, (0.0012, 0.02, 0.025, 0.002, 0.001), 160, restart_s=40, input_mb_per_sample=0.001, compute_sensitivity=0.12),
+        _p("resnet-50", 98, (0.00394, 0.4178, 0.4213, 0.007373, 0.0), 32, restart_s=60, input_mb_per_sample=0.15, compute_sensitivity=0.10),
+        _p("vgg-16", 528, (0.01695, 0.5812, 0.7998, 0.1364, 0.0), 32, worker_mem_gb=12, ps_mem_gb=16, restart_s=150, input_mb_per_sample=0.15, compute_sensitivity=0.08),
+        _p("resnext-110", 7, (0.0005393, 0.1561, 0.1104, 0.01991, 0.001166), 128, restart_s=20, input_mb_per_sample=0.003, compute_sensitivity=0.15),
+        _p("inception-bn", 45, (0.003105, 0.1541, 0.1664, 0.01941, 0.002813), 128, restart_s=45, input_mb_per_sample=0.15, compute_sensitivity=0.12),
+        _p("seq2seq", 150, (0.001038, 0.05408, 0.02424, 0.01315, 0.0), 64, restart_s=90, input_mb_per_sample=0.002, compute_sensitivity=0.10),
+        _p("cnn-text-classification", 25, (0.007464, 0.3445, 0.02375, 0.01694, 0.0), 50, worker_cores=1, ps_cores=1, restart_s=15, input_mb_per_sample=0.002, compute_sensitivity=0.20),
+        _p("dssm", 30, (0.00155, 0.1177, 0.0, 0.0073, 0.0002253), 256, worker_cores=1, ps_cores=1, restart_s=15, input_mb_per_sample=0.001, compute_sensitivity=0.20),
+        _p("wlm", 80, (0.0005874, 0.2394, 0.1586, 0.03078, 0.0), 160, restart_s=40, input_mb_per_sample=0.001, compute_sensitivity=0.12),
     ]
 }
 
