@@ -36,7 +36,7 @@ class ServerGroupSpec(BaseModel):
     cores_per_socket: int = Field(16, gt=0)
     memory_gb: float = Field(256.0, gt=0, description="host memory per server")
     nic_gbps: float = Field(25.0, gt=0)
-    qpi_gbps: float = Field(160.0, gt=0, description="QPI/UPI link between sockets")
+    qpi_gbps: float = Field(64.0, gt=0, description="QPI/UPI link between sockets (effective, for GPU traffic)")
     pcie_gbps: float = Field(128.0, gt=0, description="GPU-to-switch link (PCIe 3.0 x16)")
     switch_uplink_gbps: float = Field(128.0, gt=0, description="PCIe switch to CPU socket")
     nvlink_gbps: float = Field(0.0, ge=0, description="NVLink between GPUs of a server; 0: none")

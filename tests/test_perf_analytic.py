@@ -1,0 +1,111 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
+from hrlsched.perf.analytic import AnalyticModel
+from hrlsched.perf.optimus import optimus_speed
+from hrlsched.workload import CATALOGUE, Job
+
+# 4 servers of 8 GPUs: 2 sockets x 2 switches x 2 GPUs; 2 racks.
+SPEC = ClusterSpec(server_groups=[ServerGroupSpec(count=4)], racks=2)
+TOPO = Topology.from_spec(SPEC)
+
+
+def mk(i: int, model: str, w: int, arch: str = "ps", mode: str = "sync") -> Job:
+    return Job(i, 0.0, model, 1e6, CATALOGUE.get(model, CATALOGUE["vgg-16"]).default_batch * (w if mode == "sync" else 1), w, 1, arch=arch, mode=mode)
+
+
+@pytest.fixture
+def model() -> AnalyticModel:
+    return AnalyticModel(TOPO, CATALOGUE)
+
+
+def test_placement_order_switch_socket_server(model: AnalyticModel) -> None:
+    j = mk(0, "vgg-16", 2, arch="allreduce")
+    one_switch, two_sockets, two_servers = (model.speeds([j], [Placement(g)])[0] for g in ((0, 1), (0, 4), (0, 8)))
+    assert one_switch > two_sockets > two_servers
+    assert two_sockets / one_switch < 0.99 and two_servers / two_sockets < 0.9
+
+
+# A communication-heavy profile: transfers take most of an iteration.
+HEAVY = {**CATALOGUE, "heavy": replace(CATALOGUE["vgg-16"], name="heavy", theta=(0.001, 0.01, 0.8, 0.0, 0.0))}
+
+
+def test_comm_heavy_jobs_under_one_switch_slow_each_other() -> None:
+    model = AnalyticModel(TOPO, HEAVY)
+    a, b = mk(0, "heavy", 1), mk(1, "heavy", 1)
+    alone = model.speeds([a], [Placement((0,), (0,))])[0]
+    same_switch = model.speeds([a, b], [Placement((0,), (0,)), Placement((1,), (0,))])[0]
+    other_switch = model.speeds([a, b], [Placement((0,), (0,)), Placement((2,), (0,))])[0]
+    assert same_switch < other_switch <= alone
+    assert same_switch / alone < 0.95
+
+
+def test_compute_bound_job_barely_notices() -> None:
+    model = AnalyticModel(TOPO, HEAVY)
+    heavy = mk(1, "heavy", 1)
+    comp = mk(0, "dssm", 1)
+    vgg0 = mk(0, "heavy", 1)
+    pl0, pl1 = Placement((0,), (0,)), Placement((1,), (0,))
+    comp_slow = model.speeds([comp, heavy], [pl0, pl1])[0] / model.speeds([comp], [pl0])[0]
+    heavy_slow = model.speeds([vgg0, heavy], [pl0, pl1])[0] / model.speeds([vgg0], [pl0])[0]
+    assert 1 - comp_slow < 0.12
+    assert 1 - comp_slow < (1 - heavy_slow) / 2
+
+
+def test_ps_on_the_other_socket_costs_qpi(model: AnalyticModel) -> None:
+    j = mk(0, "vgg-16", 2)
+    near, far = Placement((0, 1), (0,)), Placement((0, 1), (1,))
+    qpi = model.off_qpi + 0
+    links_near, _ = model.traffic(j, near, j.batch_size)
+    links_far, bytes_far = model.traffic(j, far, j.batch_size)
+    assert qpi not in links_near and qpi in links_far
+    assert bytes_far[list(links_far).index(qpi)] > 0
+    assert model.speeds([j], [far])[0] < model.speeds([j], [near])[0]
+
+
+def test_one_job_on_a_uniform_network_reduces_to_optimus() -> None:
+    bw = 25.0
+    spec = ClusterSpec(server_groups=[ServerGroupSpec(count=12, sockets=1, switches_per_socket=1, gpus_per_switch=1,
+                                                      nic_gbps=bw, qpi_gbps=bw, pcie_gbps=bw, switch_uplink_gbps=bw)])
+    topo = Topology.from_spec(spec)
+    cat = {k: replace(v, input_mb_per_sample=0.0, compute_sensitivity=0.0) for k, v in CATALOGUE.items()}
+    m = AnalyticModel(topo, cat, ref_gbps=bw)
+    for name in ("resnet-50", "vgg-16", "inception-bn"):
+        for w, p in ((2, 1), (4, 2), (6, 3), (8, 2), (3, 3)):
+            j = Job(0, 0.0, name, 1e6, 64, w, p)
+            pl = Placement(tuple(range(w)), tuple(range(w, w + p)))  # PSs on servers of their own
+            expect = optimus_speed(np.array(cat[name].theta), np.array([64.0]), np.array([w]), np.array([p]))[0]
+            assert m.speeds([j], [pl])[0] == pytest.approx(expect, rel=1e-9), (name, w, p)
+
+
+def test_async_job_sums_its_workers(model: AnalyticModel) -> None:
+    j = mk(0, "resnet-50", 2, mode="async")
+    one = model.speeds([mk(0, "resnet-50", 1, mode="async")], [Placement((0,), (0,))])[0]
+    two = model.speeds([j], [Placement((0, 2), (0,))])[0]
+    assert one < two <= 2 * one
+
+
+def test_slowest_gpu_paces_a_sync_job() -> None:
+    spec = ClusterSpec(server_groups=[ServerGroupSpec(count=1, gpu_type="V100"), ServerGroupSpec(count=1, gpu_type="K80")])
+    topo = Topology.from_spec(spec)
+    m = AnalyticModel(topo, CATALOGUE)
+    j = mk(0, "dssm", 2)
+    fast = m.speeds([j], [Placement((0, 1), (0,))])[0]
+    mixed = m.speeds([j], [Placement((0, 8), (0,))])[0]
+    slow = m.speeds([j], [Placement((8, 9), (2,))])[0]
+    assert fast > mixed >= slow * 0.99
+
+
+def test_traffic_is_cached_per_placement(model: AnalyticModel) -> None:
+    j = mk(0, "vgg-16", 2)
+    pl = Placement((0, 1), (0,))
+    a = model.traffic(j, pl, j.batch_size)
+    assert model.traffic(j, pl, j.batch_size) is a
+
+
+def test_bad_options_are_named() -> None:
+    with pytest.raises(ValueError, match="ref_gbps"):
+        AnalyticModel(TOPO, CATALOGUE, ref_gbps=0)
