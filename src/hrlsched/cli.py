@@ -66,19 +66,26 @@ def simulate(
 @app.command()
 def scenarios(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the built-in scenarios."""
+    from hrlsched.workload.trace import data_dir
+
     rows = []
     for name, path in sorted(builtin_scenarios().items()):
         d = load_yaml(path)
-        rows.append({"name": name, "description": " ".join(str(d.get("description", "")).split())})
+        needs = list(d.get("needs_data", []))
+        missing = [n for n in needs if not (data_dir() / n).exists()]
+        rows.append({"name": name, "description": " ".join(str(d.get("description", "")).split()),
+                     "needs_data": needs, "data_present": not missing})
     if json_out:
         print(json.dumps(rows, indent=2))
         return
-    table = Table()
+    table = Table(caption=f"data folder: {data_dir()} (set HRLSCHED_DATA to change; see its SOURCES.md)")
     table.add_column("scenario")
+    table.add_column("data")
     table.add_column("description")
     for r in rows:
-        table.add_row(r["name"], r["description"])
-    Console().print(table)
+        data = "-" if not r["needs_data"] else ("present" if r["data_present"] else "MISSING")
+        table.add_row(r["name"], data, r["description"])
+    Console(width=140).print(table)
 
 
 @app.command()

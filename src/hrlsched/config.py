@@ -46,7 +46,7 @@ class SyntheticWorkload(Strict):
     kind: Literal["synthetic"] = "synthetic"
     jobs: int = Field(200, gt=0)
     duration_h: float = Field(8.0, gt=0, description="arrivals (Poisson) spread over this window")
-    models: list[str] | None = Field(None, description="null: every model of the catalogue, uniformly")
+    models: list[str] | None = Field(None, description="null: the 8 DL2 models of the catalogue, uniformly")
     gpu_counts: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
     gpu_probs: list[float] = Field(default_factory=lambda: [0.55, 0.12, 0.15, 0.13, 0.05])
     duration_median_s: float = Field(1800.0, gt=0)
@@ -73,12 +73,30 @@ class SyntheticWorkload(Strict):
         return self
 
 
-WorkloadConfig = Annotated[SyntheticWorkload, Field(discriminator="kind")]
+class TraceWorkload(Strict):
+    """Jobs from a trace file (``${data}`` stands for the data folder:
+    ``$HRLSCHED_DATA`` or ``../shared/data``)."""
+
+    kind: Literal["trace"] = "trace"
+    format: Literal["pollux", "itp", "philly", "generic"]
+    path: str
+    window_start_s: float = Field(0.0, ge=0, description="keep arrivals from here (trace time)")
+    window_end_s: float | None = Field(None, gt=0, description="keep arrivals before this (trace time)")
+    sample: int | None = Field(None, gt=0, description="keep a uniform sample of this many jobs")
+    load_factor: float = Field(1.0, gt=0, description="arrival-rate multiplier")
+    oversize: Literal["cap", "drop"] = Field("cap", description="jobs larger than the cluster")
+    models: list[str] | None = Field(None, description="models assigned to jobs that name none (null: the DL2 models)")
+    model_assignment: Literal["gpu_time", "uniform"] = "gpu_time"
+    allreduce_fraction: float = Field(0.4, ge=0, le=1)
+
+
+WorkloadConfig = Annotated[SyntheticWorkload | TraceWorkload, Field(discriminator="kind")]
 
 
 class ScenarioConfig(Strict):
     name: str
     description: str = ""
+    needs_data: list[str] = Field(default_factory=list, description="files under the data folder it reads")
     cluster: ClusterSpec
     workload: WorkloadConfig
     sim: SimSettings = Field(default_factory=SimSettings)

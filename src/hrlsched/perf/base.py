@@ -42,9 +42,19 @@ class PerformanceModel(ABC):
     ) -> np.ndarray:
         """Samples/s of each job, given the placements of all of them."""
 
-    def efficiency(self, jobs: Sequence[Job], batch_sizes: np.ndarray) -> np.ndarray:
-        """Statistical efficiency of each job at its batch size (progress per
-        sample, relative to the job's own batch size). 1 unless a backend
+    # True when efficiency() depends on progress: the engine then refreshes
+    # progress rates every round.
+    progress_dependent: bool = False
+
+    def efficiency(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray,
+        progress: np.ndarray,
+    ) -> np.ndarray:
+        """Statistical efficiency of each job: progress per sample processed
+        (progress counts samples at full efficiency). 1 unless a backend
         models the gradient noise scale."""
         return np.ones(len(jobs))
 

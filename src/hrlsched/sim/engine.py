@@ -101,6 +101,7 @@ class Simulator:
         sched.reset(topo, np.random.default_rng(self.seed))
         event_driven = bool(getattr(sched, "event_driven", False))
         max_share = int(getattr(sched, "max_tasks_per_gpu", 1))
+        progress_dependent = bool(self.perf.progress_dependent)
 
         profiles = [get_profile(j.model, self.catalogue) for j in jobs]
         arrival = np.array([j.arrival_s for j in jobs], dtype=float)
@@ -171,6 +172,7 @@ class Simulator:
                 continue
 
             act = np.asarray(active, dtype=np.int64)
+            just_set = False
             if dirty or not event_driven:
                 view = ClusterView(
                     time_s=t,
@@ -237,19 +239,24 @@ class Simulator:
                             bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                             raise RuntimeError(f"performance model gave a non-positive speed for job {jobs[bad].job_id}")
                         speed[ri] = sp
-                        rate[ri] = sp * self.perf.efficiency(rj, batch[ri])
+                        rate[ri] = sp * self.perf.efficiency(rj, pls, batch[ri], progress_s[ri])
                         for i in changed:
                             if i in running:
                                 alone[i] = self.perf.alone_speed(jobs[i], running[i], int(batch[i]))
                         slowdown[ri] = np.maximum(alone[ri] / sp, 1.0)
+                    just_set = True
                 dirty = False
 
             run = act[n_workers[act] > 0]
+            if progress_dependent and run.size and not just_set:
+                # Statistical efficiency moves with progress (e.g. per epoch).
+                rl = [jobs[i] for i in run]
+                rate[run] = speed[run] * self.perf.efficiency(rl, [placements[i] for i in run], batch[run], progress_s[run])
             # How many rounds until something happens (1 unless event-driven).
             k = 1
             if run.size:
                 fin_rel = delay_left[run] + (total[run] - progress_s[run]) / rate[run]
-            if event_driven:
+            if event_driven and not progress_dependent:
                 k_arr = math.ceil((arrival[next_arrival] - t) / T - EPS) if next_arrival < n else 1 << 40
                 k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else 1 << 40
                 k_max = math.ceil((cfg.max_time_s - t) / T - EPS)

@@ -66,6 +66,28 @@ CATALOGUE: dict[str, ModelProfile] = {
     ]
 }
 
+DL2_MODELS: tuple[str, ...] = tuple(sorted(CATALOGUE))
+
+# The six applications of the Pollux measurements (all-reduce, PyTorch, 4 x T4
+# per node). Used as they are by the ``measured`` backend; the theta here only
+# serve the other backends: theta0/theta1 are the slope/intercept of the
+# single-GPU compute time (step - sync) over the local batch in
+# ``pollux/traces/<app>/placements.csv``, theta0 scaled from T4 to the
+# reference GPU (x0.45), theta2 the mean sync time of the 2-node, 1-GPU-each
+# placement. Default batch: the application's initial batch size.
+POLLUX_CATALOGUE: dict[str, ModelProfile] = {
+    p.name: p
+    for p in [
+        _p("bert", 440, (0.0260, 0.2130, 0.733, 0.0, 0.0), 12, worker_mem_gb=16, restart_s=30, input_mb_per_sample=0.002),
+        _p("cifar10", 45, (0.000299, 0.0172, 0.0252, 0.0, 0.0), 128, restart_s=30, input_mb_per_sample=0.003),
+        _p("deepspeech2", 150, (0.01307, 0.0913, 0.144, 0.0, 0.0), 20, restart_s=30, input_mb_per_sample=0.5),
+        _p("imagenet", 98, (0.001894, 0.0784, 0.0615, 0.0, 0.0), 200, restart_s=30, input_mb_per_sample=0.15),
+        _p("ncf", 30, (1.94e-07, 0.00735, 0.0134, 0.0, 0.0), 256, worker_cores=1, restart_s=30, input_mb_per_sample=0.0001),
+        _p("yolov3", 248, (0.01093, 0.2164, 0.489, 0.0, 0.0), 8, worker_mem_gb=16, restart_s=30, input_mb_per_sample=0.5),
+    ]
+}
+CATALOGUE.update(POLLUX_CATALOGUE)
+
 
 def get_profile(name: str, catalogue: dict[str, ModelProfile] | None = None) -> ModelProfile:
     cat = CATALOGUE if catalogue is None else catalogue

@@ -9,6 +9,7 @@ import numpy as np
 
 from hrlsched.config import SyntheticWorkload
 from hrlsched.perf.base import PerformanceModel
+from hrlsched.workload.catalogue import DL2_MODELS
 from hrlsched.workload.job import Job
 
 
@@ -18,7 +19,7 @@ def work_for_duration(perf: PerformanceModel, job: Job, duration_s: float) -> fl
 
 
 def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.random.Generator) -> list[Job]:
-    models = cfg.models or sorted(perf.catalogue)
+    models = cfg.models or list(DL2_MODELS)
     for m in models:
         if m not in perf.catalogue:
             raise ValueError(f"workload.models: {m!r} is not in the catalogue; expected one of {sorted(perf.catalogue)}")

@@ -1,0 +1,262 @@
+"""Pollux applications: measured throughput by placement and statistical
+efficiency from the gradient noise scale.
+
+Pollux (Qiao et al., "Pollux: Co-adaptive Cluster Scheduling for
+Goodput-Optimized Deep Learning", OSDI'21, Sec. 3.1) measures the progress of
+a job in steps at its initial batch size m0: a step at batch m makes
+``gain = (var + sqr) / (var / s + sqr)`` such steps, s = m / m0, with
+``sqr``/``var`` the squared norm and the variance of the gradient (the
+gradient noise scale). Its simulator replays, per application, measured step
+times by placement (``placements.csv``, ``scalability.csv``) and per-epoch
+gradient statistics at several batch sizes (``validation-<batch>.csv``).
+
+This module reads those files (validated: a bad row is named by file, line
+and field) and answers what our engine needs, with the same rules as the
+Pollux authors' simulator (``simulator/applications.py`` and the ``Job``
+model of ``simulator/simulator.py`` of petuum/adaptdl, branch osdi21-artifact):
+
+- ``get_throughput(placement, local_bsz)``: a measured placement (GPUs per
+  node, rotated to its smallest rotation) is interpolated linearly over the
+  local batch; an unmeasured one over (nodes, replicas, local batch) in the
+  per-(nodes, replicas, local batch) means of all placements plus the
+  scalability table (Delaunay-linear, as scipy's LinearNDInterpolator).
+- ``batch_config(replicas, batch)``: local batch split into gradient
+  accumulation steps when it exceeds the largest local batch measured.
+- progress to complete a job: the progress at the end of ``max_epochs``
+  (the minimum over batch sizes, as Pollux's ``get_progress``); progress is
+  counted in steps at the initial batch size. In our engine's units (samples
+  x statistical efficiency) that is progress x m0.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+from scipy.interpolate import LinearNDInterpolator
+
+# Per-application settings of the Pollux simulator's APPLICATIONS table.
+POLLUX_APPS: dict[str, dict[str, int]] = {
+    "bert": {"max_epochs": 2},
+    "cifar10": {"max_epochs": 100},
+    "ncf": {"max_epochs": 10},
+    "imagenet": {"max_epochs": 90},
+    "deepspeech2": {"max_epochs": 80},
+    "yolov3": {"max_epochs": 50, "max_local_bsz": 8},
+}
+
+
+def default_traces_dir() -> Path:
+    env = os.environ.get("HRLSCHED_DATA")
+    base = Path(env) if env else Path.cwd().parent / "shared" / "data"
+    return base / "pollux" / "traces"
+
+
+def read_table(path: Path, columns: list[str], kinds: list[type]) -> dict[str, np.ndarray]:
+    """A CSV with exactly ``columns`` (in order), each value of its kind."""
+    try:
+        fh = open(path, newline="")
+    except FileNotFoundError:
+        raise FileNotFoundError(f"{path}: no such file") from None
+    with fh:
+        rows = list(csv.reader(fh))
+    if not rows or [c.strip() for c in rows[0]] != columns:
+        raise ValueError(f"{path}:1: expected the header {','.join(columns)}, got {','.join(rows[0]) if rows else '(empty)'}")
+    out: list[list[object]] = [[] for _ in columns]
+    for no, row in enumerate(rows[1:], start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        if len(row) != len(columns):
+            raise ValueError(f"{path}:{no}: expected {len(columns)} fields ({','.join(columns)}), got {len(row)}")
+        for k, (col, kind, raw) in enumerate(zip(columns, kinds, row)):
+            try:
+                v = kind(raw.strip())
+            except ValueError:
+                raise ValueError(f"{path}:{no}: field {col}: expected {kind.__name__}, got {raw!r}") from None
+            if kind is float and not math.isfinite(v):
+                raise ValueError(f"{path}:{no}: field {col}: expected a finite number, got {raw!r}")
+            out[k].append(v)
+    return {c: np.asarray(v) for c, v in zip(columns, out)}
+
+
+def read_placements(path: str | Path) -> dict[str, np.ndarray]:
+    """``placement,local_bsz,step_time,sync_time``; adds num_nodes, num_replicas."""
+    path = Path(path)
+    t = read_table(path, ["placement", "local_bsz", "step_time", "sync_time"], [str, int, float, float])
+    for i, p in enumerate(t["placement"]):
+        if not p.isdigit() or "0" in p:
+            raise ValueError(f"{path}:{i + 2}: field placement: expected digits 1-9 (GPUs per node), got {p!r}")
+    t["num_nodes"] = np.array([len(p) for p in t["placement"]])
+    t["num_replicas"] = np.array([sum(map(int, p)) for p in t["placement"]])
+    return t
+
+
+def read_scalability(path: str | Path) -> dict[str, np.ndarray]:
+    return read_table(Path(path), ["num_nodes", "num_replicas", "local_bsz", "step_time", "sync_time"],
+                      [int, int, int, float, float])
+
+
+def read_validation(path: str | Path) -> dict[str, np.ndarray]:
+    return read_table(Path(path), ["progress", "iteration", "metric", "grad_sqr", "grad_var"],
+                      [float, int, float, float, float])
+
+
+def canonical_rotation(counts: tuple[int, ...]) -> tuple[int, ...]:
+    counts = tuple(c for c in counts if c)
+    return min(counts[i:] + counts[:i] for i in range(len(counts)))
+
+
+@dataclass(eq=False)
+class PolluxApplication:
+    name: str
+    placements: dict[str, np.ndarray]
+    scalability: dict[str, np.ndarray]
+    validation: dict[int, dict[str, np.ndarray]]
+    max_epochs: int
+    init_batch_size: int = 0
+    max_batch_size: int = 0
+    min_local_bsz: int = 0
+    max_local_bsz: int = 0
+    _by_placement: dict[str, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
+    _interp: LinearNDInterpolator | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        p = self.placements
+        self.init_batch_size = self.init_batch_size or min(self.validation)
+        self.max_batch_size = self.max_batch_size or max(self.validation)
+        self.min_local_bsz = self.min_local_bsz or int(p["local_bsz"].min())
+        self.max_local_bsz = self.max_local_bsz or int(p["local_bsz"].max())
+        self.max_epochs = min(self.max_epochs, min(len(v["progress"]) for v in self.validation.values()))
+        for pid in np.unique(p["placement"]):
+            m = p["placement"] == pid
+            order = np.argsort(p["local_bsz"][m], kind="stable")
+            ys = np.column_stack([p["step_time"][m], p["sync_time"][m]])[order]
+            self._by_placement[str(pid)] = (p["local_bsz"][m][order].astype(float), ys)
+        # Means per (nodes, replicas, local batch), plus the scalability rows.
+        keys = np.column_stack([p["num_nodes"], p["num_replicas"], p["local_bsz"]])
+        uk, inv = np.unique(keys, axis=0, return_inverse=True)
+        inv = inv.ravel()
+        cnt = np.bincount(inv).astype(float)
+        ys = np.column_stack([np.bincount(inv, p["step_time"]) / cnt, np.bincount(inv, p["sync_time"]) / cnt])
+        s = self.scalability
+        xs = np.vstack([uk, np.column_stack([s["num_nodes"], s["num_replicas"], s["local_bsz"]])]).astype(float)
+        ys = np.vstack([ys, np.column_stack([s["step_time"], s["sync_time"]])])
+        self._interp = LinearNDInterpolator(xs, ys)
+
+    # -------------------------------------------------------- throughput
+    @lru_cache(maxsize=65536)  # noqa: B019 - applications live as long as the process
+    def get_throughput(self, placement: tuple[int, ...], local_bsz: float) -> tuple[float, float]:
+        """(step_time, sync_time) in seconds at one GPU-per-node placement."""
+        pl = canonical_rotation(placement)
+        pid = "".join(map(str, pl))
+        hit = self._by_placement.get(pid)
+        if hit is not None:
+            xs, ys = hit
+            if xs[0] - 1e-9 <= local_bsz <= xs[-1] + 1e-9:
+                return (float(np.interp(local_bsz, xs, ys[:, 0])), float(np.interp(local_bsz, xs, ys[:, 1])))
+        nodes = min(len(pl), 16)
+        v = self._interp([nodes, sum(pl), local_bsz])[0]
+        if not np.all(np.isfinite(v)):
+            raise ValueError(f"{self.name}: no measurement near placement {pid} at local batch {local_bsz}")
+        return float(v[0]), float(v[1])
+
+    def batch_config(self, replicas: int, batch_size: int) -> tuple[int, int, int]:
+        """(atomic local batch, accumulation steps, actual global batch), as Pollux's update_local_bsz."""
+        local = math.ceil(batch_size / replicas - 1e-8)
+        accum = math.ceil(local / self.max_local_bsz - 1e-8) - 1
+        if replicas == 1 and batch_size > self.init_batch_size:
+            accum = max(1, accum)
+        atomic = math.ceil(local / (accum + 1) - 1e-8)
+        atomic = min(atomic, int(self.max_batch_size / (replicas * (accum + 1))))
+        return atomic, accum, replicas * atomic * (accum + 1)
+
+    def step_time(self, placement: tuple[int, ...], batch_size: int) -> tuple[float, int]:
+        """Seconds per step (with accumulation) and the actual global batch."""
+        replicas = sum(placement)
+        atomic, accum, actual = self.batch_config(replicas, batch_size)
+        step, sync = self.get_throughput(tuple(placement), float(atomic))
+        return step + (step - sync) * accum, actual
+
+    # ------------------------------------------------------- efficiency
+    @lru_cache(maxsize=4096)  # noqa: B019
+    def progress_at_epoch(self, epoch: int) -> float:
+        if epoch <= 0:
+            return 0.0
+        return float(min(v["progress"][epoch - 1] for v in self.validation.values()))
+
+    @property
+    def total_progress(self) -> float:
+        """Progress (steps at the initial batch) to finish: the end of max_epochs."""
+        return self.progress_at_epoch(self.max_epochs)
+
+    def epoch_of(self, progress: float) -> int:
+        return max(int(np.searchsorted(v["progress"], progress, side="right")) for v in self.validation.values())
+
+    def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
+        bs = sorted(self.validation)
+        lo = max((b for b in bs if b <= batch_size), default=bs[0])
+        hi = min((b for b in bs if b >= batch_size), default=bs[-1])
+        e = min(epoch, min(len(self.validation[b]["grad_sqr"]) for b in (lo, hi)) - 1)
+        ls, lv = self.validation[lo]["grad_sqr"][e], self.validation[lo]["grad_var"][e]
+        if lo == hi:
+            return float(ls), float(lv)
+        us, uv = self.validation[hi]["grad_sqr"][e], self.validation[hi]["grad_var"][e]
+        f = (batch_size - lo) / (hi - lo)
+        return float(ls + f * (us - ls)), float(lv + f * (uv - lv))
+
+    def gain(self, batch_size: float, progress: float) -> float:
+        """Steps at the initial batch that one step at ``batch_size`` is worth."""
+        sqr, var = self.grad_stats(batch_size, self.epoch_of(progress))
+        scale = batch_size / self.init_batch_size
+        return (var + sqr) / (var / scale + sqr)
+
+    def samples_to_complete(self, batch_size: int | None = None) -> float:
+        """Work to finish in the engine's units (samples x efficiency): the
+        progress at the end of max_epochs times the initial batch. (Without a
+        target metric, completion does not depend on the batch size.)"""
+        return self.total_progress * self.init_batch_size
+
+
+def load_pollux_application(trace_dir: str | Path, **overrides: int) -> PolluxApplication:
+    d = Path(trace_dir)
+    name = d.name
+    settings = {**POLLUX_APPS.get(name, {}), **overrides}
+    validation = {}
+    for f in sorted(d.glob("validation-*.csv")):
+        try:
+            bs = int(f.stem.split("-")[-1])
+        except ValueError:
+            raise ValueError(f"{f}: expected a name validation-<batch size>.csv") from None
+        validation[bs] = read_validation(f)
+    if not validation:
+        raise FileNotFoundError(f"{d}: no validation-<batch>.csv files")
+    return PolluxApplication(
+        name=name,
+        placements=read_placements(d / "placements.csv"),
+        scalability=read_scalability(d / "scalability.csv"),
+        validation=validation,
+        max_epochs=int(settings.get("max_epochs", 10**9)),
+        max_local_bsz=int(settings.get("max_local_bsz", 0)),
+    )
+
+
+_LOADED: dict[Path, dict[str, PolluxApplication]] = {}
+
+
+def load_pollux_applications(traces_dir: str | Path | None = None) -> dict[str, PolluxApplication]:
+    """Every application folder under ``traces_dir`` (cached per folder)."""
+    d = Path(traces_dir) if traces_dir is not None else default_traces_dir()
+    d = d.resolve()
+    if d not in _LOADED:
+        if not d.is_dir():
+            raise FileNotFoundError(
+                f"{d}: Pollux traces not found; point HRLSCHED_DATA (or perf.options.traces_dir) at the data "
+                f"folder (see ../shared/data/SOURCES.md: petuum/adaptdl, branch osdi21-artifact, simulator/traces)"
+            )
+        _LOADED[d] = {p.name: load_pollux_application(p) for p in sorted(d.iterdir()) if (p / "placements.csv").exists()}
+    return _LOADED[d]

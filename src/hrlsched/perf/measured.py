@@ -1,0 +1,85 @@
+"""Replay of measured step times (the Pollux ``placements.csv`` format).
+
+A job's model names a Pollux application (bert, cifar10, deepspeech2,
+imagenet, ncf, yolov3); its speed at a placement is the measured step time
+at that placement's GPUs-per-server pattern and local batch, interpolated
+over local batches and over placements that were not measured, with the
+rules of the Pollux authors' simulator (see ``hrlsched.perf.goodput``).
+Statistical efficiency follows the gradient noise scale measured per epoch,
+so progress (samples x efficiency) under a larger batch counts as the
+measurements say. The network is what was measured: there is no
+interference between jobs in this backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from hrlsched.cluster.placement import Placement
+from hrlsched.cluster.topology import Topology
+from hrlsched.perf.base import PerformanceModel
+from hrlsched.perf.goodput import PolluxApplication, load_pollux_applications
+from hrlsched.workload.catalogue import ModelProfile
+from hrlsched.workload.job import Job
+
+
+class MeasuredModel(PerformanceModel):
+    name = "measured"
+    progress_dependent = True
+
+    def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile], traces_dir: str | None = None) -> None:
+        super().__init__(topology, catalogue)
+        self.apps = load_pollux_applications(Path(traces_dir) if traces_dir else None)
+
+    def app(self, job: Job) -> PolluxApplication:
+        try:
+            return self.apps[job.model]
+        except KeyError:
+            raise ValueError(
+                f"job {job.job_id}: model {job.model!r} has no measured trace; the measured backend knows "
+                f"{sorted(self.apps)}"
+            ) from None
+
+    def node_counts(self, pl: Placement) -> tuple[int, ...]:
+        srv = self.topology.gpu_server[np.asarray(pl.gpus, dtype=np.int64)]
+        counts = np.bincount(srv)
+        return tuple(int(c) for c in counts[counts > 0])
+
+    def speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        batch = [j.batch_size for j in jobs] if batch_sizes is None else [int(b) for b in batch_sizes]
+        out = np.empty(len(jobs))
+        for k, (j, pl, b) in enumerate(zip(jobs, placements, batch)):
+            step, actual = self.app(j).step_time(self.node_counts(pl), b)
+            out[k] = actual / step
+        return out
+
+    def efficiency(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray,
+        progress: np.ndarray,
+    ) -> np.ndarray:
+        out = np.empty(len(jobs))
+        for k, (j, pl, b, p) in enumerate(zip(jobs, placements, batch_sizes, progress)):
+            app = self.app(j)
+            _, _, actual = app.batch_config(pl.n_workers, int(b))
+            # gain steps at the initial batch per step of `actual` samples.
+            out[k] = app.gain(actual, p / app.init_batch_size) * app.init_batch_size / actual
+        return out
+
+    def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
+        """Alone on the fewest servers (the measurements have no neighbours)."""
+        per = int(self.topology.server_gpus.max())
+        counts = tuple([per] * (n_workers // per) + ([n_workers % per] if n_workers % per else []))
+        step, actual = self.app(job).step_time(counts, job.batch_size if batch_size is None else batch_size)
+        return actual / step
+
