@@ -9,6 +9,7 @@ from pathlib import Path
 
 from hrlsched.workload.loaders.base import TraceRecord, parse_float, parse_int, read_csv_rows
 
+
 def parse_time(raw: str) -> float:
     return datetime.fromisoformat(raw).replace(tzinfo=timezone.utc).timestamp()
 
