@@ -51,8 +51,29 @@ def _register_builtins() -> None:
     from hrlsched.policies.fifo import FIFO
     from hrlsched.policies.pack import PackPlacement
 
+    from hrlsched.policies.balance import BalancePlacement
+    from hrlsched.policies.tiresias import Tiresias, TiresiasPlacement
+
     register("allocation", "fifo", FIFO, "first-in first-out at the requested GPUs, no preemption", "classic baseline")
+    register("allocation", "tiresias", Tiresias,
+             "discretised 2D-LAS on attained GPU-time, preemptive, no job-duration knowledge", "Gu et al., NSDI'19")
+    register("allocation", "tiresias-gittins", lambda: Tiresias(gittins=True),
+             "2D-Gittins index within Tiresias' queues, from completed jobs' service", "Gu et al., NSDI'19")
+    register("allocation", "tiresias-pollux", lambda: _pollux_tiresias(),
+             "Tiresias as re-implemented in the Pollux artifact (for benchmarks/vs_pollux.py)",
+             "Gu et al., NSDI'19; Qiao et al., OSDI'21 artifact")
     register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
+    register("placement", "balance", BalancePlacement, "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
+    register("placement", "tiresias", TiresiasPlacement, "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
+
+
+def _pollux_tiresias() -> AllocationPolicy:
+    from hrlsched.policies.tiresias import Tiresias
+
+    t = Tiresias(thresholds=(16 * 3600.0,), starve_knob=0.0)
+    t.name = "tiresias-pollux"
+    t.default_placement = "balance"
+    return t
 
 
 _register_builtins()
