@@ -48,10 +48,9 @@ def all_policies() -> list[PolicyInfo]:
 
 
 def _register_builtins() -> None:
+    from hrlsched.policies.balance import BalancePlacement
     from hrlsched.policies.fifo import FIFO
     from hrlsched.policies.pack import PackPlacement
-
-    from hrlsched.policies.balance import BalancePlacement
     from hrlsched.policies.tiresias import Tiresias, TiresiasPlacement
 
     register("allocation", "fifo", FIFO, "first-in first-out at the requested GPUs, no preemption", "classic baseline")

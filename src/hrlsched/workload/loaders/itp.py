@@ -7,7 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hrlsched.workload.loaders.base import TraceRecord, check_min, parse_float, parse_int, parse_str, read_csv_rows
+from hrlsched.workload.loaders.base import (
+    TraceRecord,
+    check_min,
+    parse_float,
+    parse_int,
+    parse_str,
+    read_csv_rows,
+)
 
 FIELDS = {"job_id": parse_str, "submission_time": parse_float, "duration": parse_float, "num_gpu": parse_int}
 WHAT = {"job_id": "a non-empty job id", "submission_time": "seconds (a number)", "duration": "seconds (a number)",

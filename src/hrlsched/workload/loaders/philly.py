@@ -10,7 +10,14 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from hrlsched.workload.loaders.base import TraceRecord, check_min, parse_float, parse_int, parse_str, read_csv_rows
+from hrlsched.workload.loaders.base import (
+    TraceRecord,
+    check_min,
+    parse_float,
+    parse_int,
+    parse_str,
+    read_csv_rows,
+)
 
 
 def parse_time(raw: str) -> float:

@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hrlsched.workload.loaders.base import TraceRecord, check_min, parse_float, parse_int, parse_str, read_csv_rows
+from hrlsched.workload.loaders.base import (
+    TraceRecord,
+    check_min,
+    parse_float,
+    parse_int,
+    parse_str,
+    read_csv_rows,
+)
 
 FIELDS = {"name": parse_str, "time": parse_float, "application": parse_str, "num_replicas": parse_int,
           "batch_size": parse_int}

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from hrlsched.workload.loaders.base import TraceRecord, check_min, parse_float, parse_int, parse_str, read_csv_rows
+from hrlsched.workload.loaders.base import (
+    TraceRecord,
+    check_min,
+    parse_float,
+    parse_int,
+    parse_str,
+    read_csv_rows,
+)
 
 FIELDS = {"job_id": parse_str, "num_gpu": parse_int, "submit_time": parse_float, "iterations": parse_int,
           "model_name": parse_str, "duration": parse_float, "interval": parse_float}
