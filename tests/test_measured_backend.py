@@ -1,0 +1,89 @@
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
+from hrlsched.perf.goodput import canonical_rotation, load_pollux_application, read_placements
+from hrlsched.perf.measured import MeasuredModel
+from hrlsched.workload import CATALOGUE, Job
+
+
+def make_app(root: Path) -> Path:
+    d = root / "toy"
+    d.mkdir(parents=True)
+    rows = ["placement,local_bsz,step_time,sync_time"]
+    for pid, extra in (("1", 0.0), ("2", 0.02), ("11", 0.1), ("22", 0.12)):
+        for lb in (8, 16, 32):
+            rows.append(f"{pid},{lb},{0.01 * lb + 0.05 + extra},{extra + 0.001}")
+    (d / "placements.csv").write_text("\n".join(rows) + "\n")
+    (d / "scalability.csv").write_text("num_nodes,num_replicas,local_bsz,step_time,sync_time\n"
+                                       "4,4,8,0.3,0.2\n4,4,32,0.6,0.2\n8,8,8,0.35,0.25\n8,8,32,0.65,0.25\n")
+    for bs, sqr in ((8, 1.0), (64, 1.0)):
+        (d / f"validation-{bs}.csv").write_text(
+            "progress,iteration,metric,grad_sqr,grad_var\n" + "".join(f"{100.0 * (e + 1)},{e},0.5,{sqr},3.0\n" for e in range(5)))
+    return root
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> MeasuredModel:
+    make_app(tmp_path)
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4")]))
+    cat = {**CATALOGUE, "toy": CATALOGUE["cifar10"]}
+    return MeasuredModel(topo, cat, traces_dir=str(tmp_path))
+
+
+def test_measured_points_are_returned_exactly(model: MeasuredModel) -> None:
+    app = model.apps["toy"]
+    for pid, gpus in (("1", (0,)), ("2", (0, 1)), ("11", (0, 4)), ("22", (0, 1, 4, 5))):
+        w = len(gpus)
+        for lb in (8, 16, 32):
+            j = Job(0, 0.0, "toy", 1e4, lb * w, w, arch="allreduce")
+            step, sync = app.get_throughput(tuple(int(c) for c in pid), float(lb))
+            extra = {"1": 0.0, "2": 0.02, "11": 0.1, "22": 0.12}[pid]
+            assert step == pytest.approx(0.01 * lb + 0.05 + extra)
+            # One GPU above the initial batch accumulates gradients, and batches are capped
+            # at the largest validated one (Pollux rules), so compare only where neither applies.
+            if (w > 1 or lb == 8) and lb * w <= app.max_batch_size:
+                assert model.speeds([j], [Placement(gpus)])[0] == pytest.approx(lb * w / step)
+
+
+def test_interpolation_between_batches_and_placements(model: MeasuredModel) -> None:
+    app = model.apps["toy"]
+    mid, _ = app.get_throughput((1,), 12.0)
+    assert 0.01 * 8 + 0.05 < mid < 0.01 * 16 + 0.05
+    # An unmeasured placement (4 nodes x 1) comes from the (nodes, replicas, batch) interpolation.
+    s4, _ = app.get_throughput((1, 1, 1, 1), 8.0)
+    assert s4 == pytest.approx(0.3)
+    assert canonical_rotation((2, 1, 3)) == (1, 3, 2)
+
+
+def test_efficiency_follows_gradient_noise_scale(model: MeasuredModel) -> None:
+    app = model.apps["toy"]
+    assert app.init_batch_size == 8 and app.total_progress == pytest.approx(500.0)
+    assert app.samples_to_complete() == pytest.approx(4000.0)
+    # gain = (var + sqr) / (var / scale + sqr), scale = 64 / 8
+    assert app.gain(64, 0.0) == pytest.approx(4.0 / (3.0 / 8 + 1.0))
+    j = Job(0, 0.0, "toy", 1e4, 64, 2, arch="allreduce")
+    eff = model.efficiency([j], [Placement((0, 1))], np.array([64]), np.array([0.0]))[0]
+    assert eff == pytest.approx(app.gain(64, 0.0) * 8 / 64)
+
+
+def test_bad_rows_are_named(tmp_path: Path) -> None:
+    f = tmp_path / "placements.csv"
+    f.write_text("placement,local_bsz,step_time,sync_time\n1,8,0.1,0.01\n10,8,0.1,x\n")
+    with pytest.raises(ValueError, match=re.escape("placements.csv:3: field sync_time: expected float")):
+        read_placements(f)
+    f.write_text("placement,local_bsz,step_time,sync_time\n1,8,0.1,0.01\n10,8,0.1,0.2\n")
+    with pytest.raises(ValueError, match=re.escape("placements.csv:3: field placement")):
+        read_placements(f)
+    with pytest.raises(FileNotFoundError, match="validation"):
+        (tmp_path / "empty").mkdir()
+        (tmp_path / "empty" / "placements.csv").write_text("placement,local_bsz,step_time,sync_time\n")
+        load_pollux_application(tmp_path / "empty")
+
+
+def test_unknown_model_is_named(model: MeasuredModel) -> None:
+    with pytest.raises(ValueError, match="has no measured trace"):
+        model.speeds([Job(3, 0.0, "vgg-16", 1.0, 32, 1)], [Placement((0,), (0,))])
