@@ -73,24 +73,87 @@ class SyntheticWorkload(Strict):
         return self
 
 
-class TraceWorkload(Strict):
+class ModelBucket(Strict):
+    below_gpu_hours: float | None = Field(None, gt=0, description="upper bound of the bucket (null: no bound)")
+    models: list[str] = Field(min_length=1)
+
+
+class JobConversion(Strict):
+    """How trace or generated records become jobs (``workload.trace.to_jobs``)."""
+
+    oversize: Literal["cap", "drop"] = Field("cap", description="jobs larger than the cluster")
+    model_assignment: Literal["buckets", "mix", "gpu_time"] = Field(
+        "buckets", description="models of jobs that name none: by GPU-time bucket (Pollux's rule), a mix, or GPU-time quantile"
+    )
+    buckets: list[ModelBucket] | None = Field(None, description="null: the Pollux generator's buckets")
+    mix: dict[str, float] | None = Field(None, description="{model: weight} for model_assignment: mix")
+    models: list[str] | None = Field(None, description="models for model_assignment: gpu_time (null: the DL2 models)")
+    allreduce_fraction: float = Field(0.4, ge=0, le=1, description="of jobs not of a Pollux application")
+
+    @model_validator(mode="after")
+    def _check_conv(self) -> JobConversion:
+        if self.model_assignment == "mix" and not self.mix:
+            raise ValueError("mix: model_assignment 'mix' needs a {model: weight} mix")
+        if self.mix and (any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0):
+            raise ValueError(f"mix: expected non-negative weights with a positive sum, got {self.mix}")
+        return self
+
+
+class TraceWorkload(JobConversion):
     """Jobs from a trace file (``${data}`` stands for the data folder:
     ``$HRLSCHED_DATA`` or ``../shared/data``)."""
 
     kind: Literal["trace"] = "trace"
-    format: Literal["pollux", "itp", "philly", "generic"]
+    format: Literal["itp", "pollux", "philly", "alibaba", "tiresias", "gavel", "generic"]
     path: str
     window_start_s: float = Field(0.0, ge=0, description="keep arrivals from here (trace time)")
     window_end_s: float | None = Field(None, gt=0, description="keep arrivals before this (trace time)")
+    window_h: float | None = Field(None, gt=0, description="window length, when window_end_s is null")
     sample: int | None = Field(None, gt=0, description="keep a uniform sample of this many jobs")
-    load_factor: float = Field(1.0, gt=0, description="arrival-rate multiplier")
-    oversize: Literal["cap", "drop"] = Field("cap", description="jobs larger than the cluster")
-    models: list[str] | None = Field(None, description="models assigned to jobs that name none (null: the DL2 models)")
-    model_assignment: Literal["gpu_time", "uniform"] = "gpu_time"
-    allreduce_fraction: float = Field(0.4, ge=0, le=1)
+    load_factor: float = Field(1.0, gt=0, description="arrival-rate multiplier (arrival times divided by it)")
+    gavel_throughputs: str | None = Field(None, description="Gavel simulation_throughputs.json (null: the data folder's)")
+    gavel_worker_type: str = "v100"
+
+    @model_validator(mode="after")
+    def _check_window(self) -> TraceWorkload:
+        if self.window_end_s is not None and self.window_end_s <= self.window_start_s:
+            raise ValueError("window_end_s: expected > window_start_s")
+        if self.window_end_s is not None and self.window_h is not None:
+            raise ValueError("window_h: give window_end_s or window_h, not both")
+        return self
 
 
-WorkloadConfig = Annotated[SyntheticWorkload | TraceWorkload, Field(discriminator="kind")]
+class GeneratedWorkload(JobConversion):
+    """Synthetic jobs with sizes fitted on a real trace and a chosen arrival
+    process (``workload.generator``)."""
+
+    kind: Literal["generated"] = "generated"
+    jobs: int = Field(500, gt=0)
+    sizes: Literal["itp", "philly"] = Field("itp", description="fitted GPU-count and duration profile")
+    arrivals: Literal["poisson", "diurnal", "bursty", "replay"] = "poisson"
+    load: float | None = Field(1.0, gt=0, description="target offered load on the cluster; null: use duration_h")
+    duration_h: float | None = Field(None, gt=0, description="arrival window when load is null")
+    diurnal_ratio: float = Field(9.0, ge=1, description="peak/trough arrival rate (Helios: ~9)")
+    weekend_factor: float = Field(0.6, gt=0, le=1, description="weekend rate / weekday rate")
+    start_hour: float = Field(0.0, ge=0, lt=24, description="time of day at t = 0")
+    start_weekday: int = Field(0, ge=0, le=6, description="weekday at t = 0 (0 = Monday)")
+    target_cv: float = Field(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)")
+    burst_rate_ratio: float | None = Field(None, gt=1, description="bursty: high/low state arrival rate (null: from target_cv)")
+    burst_time_fraction: float = Field(0.05, gt=0, lt=1, description="bursty: share of time in the high state")
+    replay_path: str | None = Field(None, description="replay: trace whose inter-arrival gaps are replayed")
+    replay_format: str = "itp"
+    users: int = Field(8, gt=0)
+
+    @model_validator(mode="after")
+    def _check_gen(self) -> GeneratedWorkload:
+        if self.load is None and self.duration_h is None:
+            raise ValueError("load: give a target load or duration_h")
+        if self.arrivals == "replay" and not self.replay_path:
+            raise ValueError("replay_path: arrivals 'replay' needs a trace to replay")
+        return self
+
+
+WorkloadConfig = Annotated[SyntheticWorkload | TraceWorkload | GeneratedWorkload, Field(discriminator="kind")]
 
 
 class ScenarioConfig(Strict):

@@ -10,29 +10,37 @@ from typing import Any
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
-from hrlsched.config import ScenarioConfig, TraceWorkload
+from hrlsched.config import ScenarioConfig
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.perf.registry import make_perf_model
 from hrlsched.sim.engine import EngineConfig
 from hrlsched.workload.catalogue import CATALOGUE
+from hrlsched.workload.data import WHERE, DataMissingError, check_data, needs_data, resolve_path
+from hrlsched.workload.generator import build_generated_workload
 from hrlsched.workload.job import Job
 from hrlsched.workload.synthetic import generate_synthetic
-from hrlsched.workload.trace import load_trace, resolve_path, select, to_jobs
+from hrlsched.workload.trace import build_trace_workload
 
 WorkloadBuilder = Callable[[Any, PerformanceModel, np.random.Generator], list[Job]]
-def build_trace(cfg: TraceWorkload, perf: PerformanceModel, rng: np.random.Generator) -> list[Job]:
-    path = resolve_path(cfg.path)
-    if not path.exists():
-        raise FileNotFoundError(
-            f"workload.path: {path} not found. This scenario needs the public data folder: set HRLSCHED_DATA "
-            f"or place it at ../shared/data (see its SOURCES.md for where each file comes from)"
-        )
-    records = select(load_trace(path, cfg.format), cfg.window_start_s, cfg.window_end_s, cfg.sample, cfg.load_factor, rng)
-    return to_jobs(records, perf, rng, models=cfg.models, assignment=cfg.model_assignment,
-                   allreduce_fraction=cfg.allreduce_fraction, oversize=cfg.oversize, source=str(path))
+WORKLOAD_BUILDERS: dict[str, WorkloadBuilder] = {
+    "synthetic": generate_synthetic,
+    "trace": build_trace_workload,
+    "generated": build_generated_workload,
+}
 
 
-WORKLOAD_BUILDERS: dict[str, WorkloadBuilder] = {"synthetic": generate_synthetic, "trace": build_trace}
+def _resolve_options(options: dict[str, Any]) -> dict[str, Any]:
+    """``${data}`` in a string option (e.g. the measured backend's traces_dir)
+    -> the data folder, which must then exist."""
+    out = {}
+    for k, v in options.items():
+        if isinstance(v, str) and needs_data(v):
+            path = resolve_path(v)
+            if not path.exists():
+                raise DataMissingError(f"perf.options.{k}: {path} not found. This scenario needs the public data folder: {WHERE}")
+            v = str(path)
+        out[k] = v
+    return out
 
 
 @dataclass
@@ -45,8 +53,9 @@ class BuiltScenario:
 
 
 def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
+    check_data(cfg.name, list(cfg.needs_data))
     topo = Topology.from_spec(cfg.cluster)
-    perf = make_perf_model(cfg.perf.backend, topo, CATALOGUE, **cfg.perf.options)
+    perf = make_perf_model(cfg.perf.backend, topo, CATALOGUE, **_resolve_options(cfg.perf.options))
     # The workload has its own stream so that a policy's randomness never changes the jobs.
     rng = np.random.default_rng([seed, 0x5EED])
     builder = WORKLOAD_BUILDERS[cfg.workload.kind]

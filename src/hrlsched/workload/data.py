@@ -14,6 +14,10 @@ WHERE = (
 )
 
 
+class DataMissingError(ValueError):
+    """A scenario needs a file of the public data folder that is not there."""
+
+
 def data_dir() -> Path:
     env = os.environ.get("HRLSCHED_DATA")
     if env:
@@ -32,3 +36,16 @@ def resolve_path(path: str | Path) -> Path:
 
 def needs_data(path: str | Path) -> bool:
     return PLACEHOLDER in str(path)
+
+
+def check_data(name: str, paths: list[str]) -> None:
+    """Raise ``DataMissingError`` naming what is missing and where to get it.
+    ``paths`` are relative to the data folder or carry ``${data}``."""
+    root = data_dir()
+    missing = []
+    for p in paths:
+        full = resolve_path(p) if needs_data(p) else root / p
+        if not full.exists():
+            missing.append(str(full))
+    if missing:
+        raise DataMissingError(f"scenario {name!r} needs the public data folder ({', '.join(missing)} not found): {WHERE}")
