@@ -66,7 +66,7 @@ def simulate(
 @app.command()
 def scenarios(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the built-in scenarios."""
-    from hrlsched.workload.trace import data_dir
+    from hrlsched.workload.data import WHERE, data_dir
 
     rows = []
     for name, path in sorted(builtin_scenarios().items()):
@@ -74,11 +74,12 @@ def scenarios(json_out: Annotated[bool, typer.Option("--json")] = False) -> None
         needs = list(d.get("needs_data", []))
         missing = [n for n in needs if not (data_dir() / n).exists()]
         rows.append({"name": name, "description": " ".join(str(d.get("description", "")).split()),
-                     "needs_data": needs, "data_present": not missing})
+                     "needs_data": needs, "data_present": not missing, "data_dir": str(data_dir())})
     if json_out:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(caption=f"data folder: {data_dir()} (set HRLSCHED_DATA to change; see its SOURCES.md)")
+    present = "present" if data_dir().is_dir() else "absent"
+    table = Table(caption=f"data folder: {data_dir()} ({present}). For a scenario whose data is MISSING: {WHERE}")
     table.add_column("scenario")
     table.add_column("data")
     table.add_column("description")

@@ -241,11 +241,13 @@ def build_buckets(buckets: Sequence[Any] | None) -> list[tuple[float, tuple[str,
 PERCENTILES = (10, 25, 50, 75, 90, 99)
 
 
-def trace_stats(records: Sequence[TraceRecord], cluster_gpus: int | None = None) -> dict[str, Any]:
+def trace_stats(records: Sequence[TraceRecord], cluster_gpus: int | None = None,
+                horizon_s: float | None = None) -> dict[str, Any]:
     """What ``hrlsched trace stats`` prints: jobs, GPU-count histogram,
     duration percentiles, inter-arrival coefficient of variation, GPU time and,
-    given a cluster size, offered load = GPU-seconds asked / (GPUs x span of
-    arrivals)."""
+    given a cluster size, offered load = GPU-seconds asked / (GPUs x horizon),
+    the horizon being the window's length when given, else the span of
+    arrivals."""
     n = len(records)
     out: dict[str, Any] = {"jobs": n}
     if n == 0:
@@ -274,8 +276,9 @@ def trace_stats(records: Sequence[TraceRecord], cluster_gpus: int | None = None)
     if cluster_gpus:
         out["cluster_gpus"] = int(cluster_gpus)
         out["jobs_larger_than_cluster"] = int((gpus > cluster_gpus).sum())
-        if span > 0:
-            out["offered_load"] = round(float(gsec.sum()) / (cluster_gpus * span), 4)
+        h = horizon_s if horizon_s is not None else span
+        if h > 0:
+            out["offered_load"] = round(float(gsec.sum()) / (cluster_gpus * h), 4)
     return out
 
 
