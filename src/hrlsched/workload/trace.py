@@ -270,14 +270,15 @@ def trace_stats(records: Sequence[TraceRecord], cluster_gpus: int | None = None,
     if gaps.size > 1 and gaps.mean() > 0:
         out["interarrival_mean_s"] = round(float(gaps.mean()), 2)
         out["interarrival_cv"] = round(float(gaps.std() / gaps.mean()), 3)
-    out["gpu_hours"] = round(float(gsec.sum()) / 3600.0, 1)
+    if dur.size:
+        out["gpu_hours"] = round(float(gsec.sum()) / 3600.0, 1)
     if gsec.sum() > 0:
         out["gpu_time_share_8plus_pct"] = round(100.0 * float(gsec[gpus >= 8].sum() / gsec.sum()), 2)
     if cluster_gpus:
         out["cluster_gpus"] = int(cluster_gpus)
         out["jobs_larger_than_cluster"] = int((gpus > cluster_gpus).sum())
         h = horizon_s if horizon_s is not None else span
-        if h > 0:
+        if h > 0 and dur.size:
             out["offered_load"] = round(float(gsec.sum()) / (cluster_gpus * h), 4)
     return out
 
