@@ -41,7 +41,8 @@ TIRESIAS = ("job_id,num_gpu,submit_time,iterations,model_name,duration,interval\
             "1,8,30,133,resnet50,147,23\n")
 GAVEL10 = ("ResNet-50 (batch size 64)\tpython3 main.py\timage_classification/imagenet\t--num_minibatches\t1\t2931\t1\t1\t-1.000000\t0\n"
            "A3C\tpython3 main.py\trl\t--max-steps\t0\t1000\t2\t1\t-1.000000\t12.5\n")
-GAVEL7 = "LM (batch size 5)\tcd x && python main.py\t--steps\t1\t2799809\t12.000000\t1\n"
+GAVEL7 = ("LM (batch size 5)\tcd x && python main.py\t--steps\t1\t2799809\t12.000000\t1\n"
+          "CycleGAN\tcd x && python3 cyclegan.py\t--n_steps\t1\t689277\t632320.000000\t4\n")
 THROUGHPUTS = {"v100": {"('ResNet-50 (batch size 64)', 1)": {"null": 4.0}, "('A3C', 2)": {"null": 10.0},
                         "('LM (batch size 5)', 1)": {"null": 100.0}}}
 
@@ -97,6 +98,7 @@ def test_gavel_both_layouts_and_durations_from_throughputs(tmp_path: Path) -> No
     assert recs[1].duration_s == 100.0
     old = load_trace(write(tmp_path / "b.trace", GAVEL7), "gavel", throughputs=tp)
     assert (old[0].model, old[0].gpus, old[0].arrival_s, old[0].duration_s) == ("LM", 1, 12.0, 27998.09)
+    assert (old[1].model, old[1].gpus, old[1].duration_s) == ("CycleGAN", 4, None)  # a pair Gavel did not measure
     assert gavel.load(tmp_path / "b.trace")[0].duration_s is None  # no throughputs, no duration
 
 

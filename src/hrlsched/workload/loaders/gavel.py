@@ -15,7 +15,8 @@ Two layouts exist in that repository, told apart by the number of fields:
 trace has no duration: as in Gavel's simulator, duration = total_steps /
 isolated throughput (steps/s) of (job_type, scale_factor) on one worker type,
 from Gavel's ``simulation_throughputs.json`` when given (``throughputs``;
-``worker_type`` v100 by default). Without it ``duration_s`` is None.
+``worker_type`` v100 by default). Without it, or for a (job_type,
+scale_factor) that file does not have, ``duration_s`` is None.
 """
 
 from __future__ import annotations
@@ -89,10 +90,10 @@ def load(path: str | Path, throughputs: str | Path | None = None, worker_type: s
             gpus = int(vals["scale_factor"])
             duration = None
             if tput is not None:
-                key = str((job_type.strip(), gpus))
-                if key not in tput:
-                    raise row_error(path, no, "job_type", f"a job type with a {worker_type} throughput in {throughputs}", key)
-                duration = vals["total_steps"] / tput[key]
+                # A pair Gavel did not measure (e.g. the older traces' multi-GPU A3C or
+                # CycleGAN) has no duration; the conversion to jobs drops it and says so.
+                rate = tput.get(str((job_type.strip(), gpus)))
+                duration = vals["total_steps"] / rate if rate else None
             out.append(TraceRecord(
                 name=f"gavel-{no}", arrival_s=vals["arrival_time"], gpus=gpus, duration_s=duration,
                 model=m.group("model"), batch_size=int(m.group("batch")) if m.group("batch") else None,
