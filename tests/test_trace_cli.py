@@ -56,6 +56,15 @@ def test_stats_table_and_errors(tmp_path: Path) -> None:
     assert code == 2 and "--cluster 'big'" in out
 
 
+def test_cluster_from_an_alibaba_node_list(tmp_path: Path) -> None:
+    (tmp_path / "c.csv").write_text(ITP)
+    (tmp_path / "nodes.csv").write_text("sn,cpu_milli,memory_mib,gpu,model\nn0,64000,262144,2,P100\nn1,96000,393216,8,G2\n")
+    code, out = invoke("trace", "stats", str(tmp_path / "c.csv"), "--format", "itp", "--cluster", str(tmp_path / "nodes.csv"),
+                       "--json")
+    assert code == 0, out
+    assert json.loads(out)["cluster_gpus"] == 10
+
+
 def test_convert_round_trip(tmp_path: Path) -> None:
     (tmp_path / "c.csv").write_text(ITP)
     code, out = invoke("trace", "convert", str(tmp_path / "c.csv"), "--format", "itp", "--out", str(tmp_path / "g.csv"))
@@ -104,6 +113,7 @@ def test_scenarios_say_which_need_data(monkeypatch: pytest.MonkeyPatch, tmp_path
     assert rows["default"]["needs_data"] == [] and rows["default"]["data_present"]
     for name in [f"pollux-w{k}" for k in range(1, 9)] + ["itp-c01", "itp-c05", "itp-c07"]:
         assert rows[name]["needs_data"] and not rows[name]["data_present"], name
+    assert rows["itp-generated"]["needs_data"] == []
     code, out = invoke("scenarios")
     assert "MISSING" in out and "HRLSCHED_DATA" in out
 
