@@ -259,3 +259,35 @@ def test_pollux_scenario_work_from_the_application(shared_data: Path) -> None:
     for j in built.jobs:
         assert j.total_samples == apps[j.model].samples_to_complete(j.batch_size)
         assert j.arch == "allreduce" and j.trace_duration_s is None
+
+
+@pytest.mark.parametrize(
+    ("workload", "message"),
+    [
+        ('{"kind": "trace", "format": "itp", "path": "x.csv", "window_start_s": 10, "window_end_s": 5}',
+         "window_end_s: expected > window_start_s"),
+        ('{"kind": "trace", "format": "csv", "path": "x.csv"}', "workload.trace.format"),
+        ('{"kind": "trace", "format": "itp", "path": "x.csv", "model_assignment": "mix"}', "needs a {model: weight} mix"),
+        ('{"kind": "generated", "load": null}', "give a target load or duration_h"),
+        ('{"kind": "generated", "arrivals": "replay"}', "replay_path"),
+        ('{"kind": "generated", "target_cv": 0.5}', "workload.generated.target_cv"),
+    ],
+)
+def test_workload_config_errors_name_the_field(workload: str, message: str) -> None:
+    from hrlsched.config import ConfigError
+
+    with pytest.raises(ConfigError) as e:
+        resolve_run_config("default", overrides=[f"workload={workload}"])
+    assert message in str(e.value), str(e.value)
+
+
+def test_trace_workload_missing_file_and_empty_window(tmp_path: Path) -> None:
+    from hrlsched.workload.loaders import generic
+
+    wl = f'{{"kind": "trace", "format": "itp", "path": "{tmp_path / "none.csv"}"}}'
+    with pytest.raises(ValueError, match="none.csv: no such file"):
+        build_scenario(resolve_run_config("default", overrides=[f"workload={wl}"]).scenario, 0)
+    generic.dump([TraceRecord("a", 5.0, 1, 10.0)], tmp_path / "g.csv")
+    wl = f'{{"kind": "trace", "format": "generic", "path": "{tmp_path / "g.csv"}", "window_start_s": 100}}'
+    with pytest.raises(ValueError, match="no job of .* arrives in the window"):
+        build_scenario(resolve_run_config("default", overrides=[f"workload={wl}"]).scenario, 0)
