@@ -1,0 +1,64 @@
+"""``hrlsched validate-perf``: every fidelity figure of the performance models."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+TARGETS = {
+    "dl2_mape_pct.max": "<= 10",
+    "heldout_step_mape_pct.bert.single_node": "<= 15",
+    "heldout_step_mape_pct.bert.multi_node": "<= 15",
+    "heldout_step_mape_pct.yolov3.single_node": "<= 15",
+    "heldout_step_mape_pct.yolov3.multi_node": "<= 15",
+}
+
+
+def collect(data_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
+    from hrlsched.perf.calibrate import dl2_figures
+    from hrlsched.perf.heldout import heldout_figures
+    from hrlsched.perf.interference import deepshare_figures, gavel_figures
+
+    checks: list[tuple[str, str, Callable[[Path], dict[str, float]]]] = [
+        ("DL2 Optimus calibration", "dl2/config_speed.txt", dl2_figures),
+        ("DeepShare network sharing", "deepshare/shared_thp_ratio.csv", deepshare_figures),
+        ("Gavel consolidated vs spread", "gavel/simulation_throughputs.json", gavel_figures),
+        ("Pollux held-out all-reduce", "pollux/traces", heldout_figures),
+    ]
+    figs: dict[str, float] = {}
+    skipped: dict[str, str] = {}
+    for what, need, fn in checks:
+        if not (data_dir / need).exists():
+            skipped[what] = f"{data_dir / need} is absent (see ../shared/data/SOURCES.md)"
+            continue
+        figs.update(fn(data_dir))
+    return figs, skipped
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("validate-perf")
+    def validate_perf(
+        data_dir: Annotated[Optional[Path], typer.Option(help="data folder (default: $HRLSCHED_DATA or ../shared/data)")] = None,  # noqa: UP045
+        json_out: Annotated[bool, typer.Option("--json", help="one JSON object of named figures")] = False,
+    ) -> None:
+        """Print every fidelity figure of the performance models against public measurements."""
+        from hrlsched.workload.trace import data_dir as default_dir
+
+        figs, skipped = collect(data_dir or default_dir())
+        if json_out:
+            print(json.dumps({"figures": figs, "skipped": skipped}, indent=2, sort_keys=True))
+            return
+        table = Table(title="performance-model fidelity")
+        for c in ("figure", "value", "target"):
+            table.add_column(c)
+        for k, v in figs.items():
+            table.add_row(k, f"{v:g}", TARGETS.get(k, ""))
+        Console(width=120).print(table)
+        for what, why in skipped.items():
+            Console(stderr=True).print(f"skipped {what}: {why}")

@@ -1,0 +1,72 @@
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from hrlsched.cli import app
+from hrlsched.perf.interference import fit_sharing, gavel_figures, gavel_predict, read_deepshare
+
+
+def write_deepshare(d: Path, f: np.ndarray) -> None:
+    names = [f"M{i},2,2" for i in range(len(f))]
+    mat = 1.0 / (1.0 + np.outer(f, f))
+    lines = ["," + ",".join(f'"{n}"' for n in names)]
+    lines += [f'"{n}",' + ",".join(f"{x:.6f}" for x in row) for n, row in zip(names, mat)]
+    (d / "deepshare").mkdir(parents=True, exist_ok=True)
+    (d / "deepshare" / "shared_thp_ratio.csv").write_text("\n".join(lines) + "\n")
+
+
+def write_gavel(d: Path, c: float) -> None:
+    cons, uncons = {}, {}
+    for k in (1, 2, 4, 8):
+        t = 0.1 + 0.01 * k
+        key = str(("Toy (batch size 8)", k))
+        cons[key] = {"null": 1.0 / t}
+        uncons[key] = {"null": float(gavel_predict(c, np.array([k]), np.array([t]))[0] / t)}
+    (d / "gavel").mkdir(parents=True, exist_ok=True)
+    (d / "gavel" / "simulation_throughputs.json").write_text(json.dumps({"v100": cons, "v100_unconsolidated": uncons}))
+
+
+def test_sharing_fit_recovers_comm_fractions(tmp_path: Path) -> None:
+    f = np.array([0.1, 0.3, 0.5, 0.7, 0.9, 0.2])
+    write_deepshare(tmp_path, f)
+    _, mat = read_deepshare(tmp_path / "deepshare" / "shared_thp_ratio.csv")
+    fit, pred = fit_sharing(mat)
+    np.testing.assert_allclose(fit, f, atol=1e-3)
+
+
+def test_gavel_spread_fit_predicts_other_scales(tmp_path: Path) -> None:
+    write_gavel(tmp_path, 0.05)
+    figs = gavel_figures(tmp_path)
+    assert figs["gavel_spread_median_abs_err_heldout_k"] < 1e-6
+    assert figs["gavel_job_types"] == 1
+
+
+def test_deepshare_bad_value_is_named(tmp_path: Path) -> None:
+    write_deepshare(tmp_path, np.array([0.2, 0.4]))
+    p = tmp_path / "deepshare" / "shared_thp_ratio.csv"
+    p.write_text(p.read_text().replace("0.961538", "fast", 1))
+    with pytest.raises(ValueError, match="shared_thp_ratio.csv:2: field"):
+        read_deepshare(p)
+
+
+def test_validate_perf_reports_and_skips(tmp_path: Path) -> None:
+    write_deepshare(tmp_path, np.array([0.2, 0.4, 0.6]))
+    write_gavel(tmp_path, 0.02)
+    r = CliRunner().invoke(app, ["validate-perf", "--data-dir", str(tmp_path), "--json"])
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert out["figures"]["deepshare_sharing_median_abs_err"] < 1e-3
+    assert set(out["skipped"]) == {"DL2 Optimus calibration", "Pollux held-out all-reduce"}
+
+
+def test_validate_perf_on_public_data(shared_data: Path) -> None:
+    r = CliRunner().invoke(app, ["validate-perf", "--data-dir", str(shared_data), "--json"])
+    figs = json.loads(r.output)["figures"]
+    assert figs["dl2_mape_pct.max"] <= 10.0
+    assert figs["deepshare_sharing_median_abs_err"] < figs["deepshare_measured_median_slowdown"]
+    assert figs["heldout_step_mape_pct.bert.single_node"] <= 15.0
+    for k in ("gavel_spread_median_abs_err_heldout_k", "heldout_step_mape_pct.yolov3.multi_node"):
+        assert k in figs
