@@ -61,6 +61,29 @@ def _register_builtins() -> None:
     register("allocation", "tiresias-pollux", lambda: _pollux_tiresias(),
              "Tiresias as re-implemented in the Pollux artifact (for benchmarks/vs_pollux.py)",
              "Gu et al., NSDI'19; Qiao et al., OSDI'21 artifact")
+    from hrlsched.policies.drf import DRF
+    from hrlsched.policies.elas import ELAS
+    from hrlsched.policies.optimus import Optimus, OptimusPlacement
+    from hrlsched.policies.random_placement import RandomPlacement
+    from hrlsched.policies.srtf import SRTF
+    from hrlsched.policies.tetris import Tetris
+    from hrlsched.policies.topology import TopologyPlacement
+
+    register("allocation", "srtf", SRTF, "shortest remaining time first (true remaining time), preemptive", "classic baseline")
+    register("allocation", "srtf-est", lambda: SRTF(estimate=True),
+             "SRTF on noisy user estimates of duration", "classic baseline; estimates as in Gu et al., NSDI'19")
+    register("allocation", "drf", DRF, "dominant resource fairness over GPU, CPU, memory; elastic per job",
+             "Ghodsi et al., NSDI'11 (as DL2's baseline)")
+    register("allocation", "tetris", Tetris, "multi-resource packing alignment + shortest remaining time",
+             "Grandl et al., SIGCOMM'14")
+    register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
+             "Peng et al., EuroSys'18")
+    register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",
+             "Sultana et al., ICPP'20")
+    register("placement", "random", RandomPlacement, "free GPUs at random", "classic baseline")
+    register("placement", "topology", TopologyPlacement, "least predicted interference (perf-model scored candidates)",
+             "topology/interference-aware placement")
+    register("placement", "optimus", OptimusPlacement, "fewest servers, workers and PSs spread evenly", "Peng et al., EuroSys'18")
     register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
     register("placement", "balance", BalancePlacement, "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
     register("placement", "tiresias", TiresiasPlacement, "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
