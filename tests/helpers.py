@@ -30,3 +30,26 @@ class Scripted(Scheduler):
     def decide(self, view: ClusterView) -> Decision:
         out = self.fn(view)
         return out if isinstance(out, Decision) else Decision(placements=out)
+
+
+def make_view(topo, perf, jobs, placements=None, progress=None, attained=None, time_s: float = 0.0):
+    """A ClusterView of ``jobs`` (all active) at given placements."""
+    import numpy as np
+
+    from hrlsched.sim.view import ClusterView
+
+    n = len(jobs)
+    placements = placements or [None] * n
+    progress = np.zeros(n) if progress is None else np.asarray(progress, float)
+    tasks = np.zeros(topo.n_gpus, dtype=np.int64)
+    for p in placements:
+        if p is not None:
+            tasks[list(p.gpus)] += 1
+    return ClusterView(
+        time_s=time_s, round_index=0, round_s=60.0, topology=topo, catalogue=perf.catalogue, perf=perf,
+        jobs=list(jobs), progress=progress, remaining=np.array([j.total_samples for j in jobs]) - progress,
+        attained_gpu_s=np.zeros(n) if attained is None else np.asarray(attained, float), running_s=np.zeros(n),
+        restarts=np.zeros(n, dtype=np.int64), speed=np.zeros(n), batch_sizes=np.array([j.batch_size for j in jobs]),
+        placements=list(placements), gpu_tasks=tasks, server_cores_used=np.zeros(topo.n_servers),
+        server_mem_used=np.zeros(topo.n_servers),
+    )

@@ -1,0 +1,47 @@
+"""``hrlsched compare``: policies x seeds on one scenario."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def compare(
+        scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")],
+        policies: Annotated[str, typer.Option(help="comma-separated ALLOCATION[+PLACEMENT] names")],
+        out: Annotated[Path, typer.Option(help="output folder")],
+        seeds: Annotated[int, typer.Option(min=1, help="seeds per policy (0..K-1)")] = 3,
+        workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
+    ) -> None:
+        """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots."""
+        from hrlsched.config import ConfigError
+        from hrlsched.experiments.compare import compare as run_compare
+        from hrlsched.policies.registry import make_scheduler
+
+        err = Console(stderr=True)
+        names = [p.strip() for p in policies.split(",") if p.strip()]
+        try:
+            for p in names:
+                make_scheduler(p)
+        except ValueError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        with Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=err, disable=not sys.stderr.isatty()) as bar:
+            task = bar.add_task("runs", total=len(names) * seeds)
+            try:
+                run_compare(scenario, names, seeds, out, workers, set_ or [],
+                            lambda d, n: bar.update(task, completed=d, total=n))
+            except (ConfigError, ValueError, FileNotFoundError) as e:
+                err.print(f"[red]error:[/red] {e}")
+                raise typer.Exit(2) from None
+        print((out / "comparison.md").read_text())
+        err.print(f"wrote {out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/")

@@ -1,0 +1,1 @@
+"""Experiments: comparisons of policies over scenarios and seeds."""

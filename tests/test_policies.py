@@ -1,0 +1,145 @@
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology, uniform_cluster
+from hrlsched.perf import OptimusModel
+from hrlsched.perf.analytic import AnalyticModel
+from hrlsched.policies import make_scheduler
+from hrlsched.policies.common import capacity, job_demand
+from hrlsched.policies.drf import DRF
+from hrlsched.policies.optimus import Optimus
+from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
+from hrlsched.policies.tetris import Tetris
+from hrlsched.policies.tiresias import Tiresias, gittins_index
+from hrlsched.policies.topology import TopologyPlacement
+from hrlsched.sim import EngineConfig, Simulator
+from hrlsched.workload import CATALOGUE, Job
+from tests.helpers import job, make_view
+
+
+def test_drf_equalises_dominant_shares(topo: Topology, perf: OptimusModel) -> None:
+    jobs = [job(0, model="vgg-16", gpus=16), job(1, model="dssm", gpus=16), job(2, model="resnet-50", gpus=16)]
+    view = make_view(topo, perf, jobs)
+    DRF().reset(topo, np.random.default_rng(0))
+    alloc = DRF().allocate(view)
+    cap = capacity(view)
+    shares = [float(np.max(job_demand(view, k, alloc[j.job_id].workers, alloc[j.job_id].ps) / cap)) for k, j in enumerate(jobs)]
+    one_task = max(float(np.max(job_demand(view, k, 1, 1) / cap)) for k in range(3))
+    assert sum(a.workers for a in alloc.values()) == topo.n_gpus
+    assert max(shares) - min(shares) <= one_task + 1e-9
+
+
+def test_tiresias_demotes_past_threshold_and_preempts(perf: OptimusModel) -> None:
+    topo = Topology.from_spec(uniform_cluster(2, 8))
+    model = OptimusModel(topo, CATALOGUE)
+    long = job(0, arrival=0.0, samples=1e5, gpus=16)
+    short = job(1, arrival=1200.0, samples=2e3, gpus=8)
+    sched = make_scheduler("tiresias")
+    sched.allocation = Tiresias(thresholds=(16 * 600.0,))  # 10 minutes on 16 GPUs
+    res = Simulator(topo, [long, short], model, sched, EngineConfig(round_s=60.0, restart_s=10.0)).run()
+    assert res.start_s[1] == pytest.approx(1200.0)  # the new job preempts the demoted one at once
+    assert res.restarts[0] >= 1
+    assert res.finish_s[1] < res.finish_s[0]
+
+
+def test_tiresias_preempts_only_once_the_old_job_is_demoted(perf: OptimusModel) -> None:
+    topo = Topology.from_spec(uniform_cluster(2, 8))
+    model = OptimusModel(topo, CATALOGUE)
+    long = job(0, arrival=0.0, samples=1e5, gpus=16)
+    short = job(1, arrival=1200.0, samples=2e3, gpus=8)
+    res = Simulator(topo, [long, short], model, make_scheduler("tiresias"), EngineConfig(round_s=60.0)).run()
+    # Same queue (FIFO) until the long job's 16 x 3600 GPU-s pass the 16 GPU-hour threshold.
+    assert res.start_s[1] == pytest.approx(3600.0)
+    assert res.finish_s[0] > 3600.0
+
+
+def test_gittins_index_orders_by_chance_to_finish() -> None:
+    samples = np.array([10.0] * 9 + [1000.0])
+    g = gittins_index(samples, np.array([0.0, 10.0, 500.0]), np.array([10.0, 10.0, 10.0]))
+    assert g[0] == pytest.approx(0.9 / 10.0)
+    assert g[0] > g[1] and g[1] == 0.0
+
+
+def test_tiresias_gittins_orders_queue_by_index(topo: Topology, perf: OptimusModel) -> None:
+    pol = Tiresias(thresholds=(1e9,), gittins=True, min_history=3)
+    pol.reset(topo, np.random.default_rng(0))
+    pol.history = [100.0] * 9 + [1e5]
+    jobs = [job(0, arrival=0.0, gpus=16), job(1, arrival=1.0, gpus=16)]
+    # Job 0 has passed the point where most jobs finish; job 1 has not: job 1 goes first.
+    view = make_view(topo, perf, jobs, attained=[150.0, 50.0])
+    assert list(pol.allocate(view)) == [1]
+
+
+def test_optimus_gives_next_task_to_largest_gain(perf: OptimusModel) -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 4, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    scales = job(0, model="dssm", gpus=1, samples=1e7, batch=1024)  # compute-bound: more workers help
+    stuck = job(1, model="vgg-16", gpus=1, samples=1e7, batch=32)  # communication-bound
+    view = make_view(topo, model, [scales, stuck])
+    pol = Optimus()
+    pol.reset(topo, np.random.default_rng(0))
+    alloc = pol.allocate(view)
+    assert alloc[0].workers > alloc[1].workers
+    assert alloc[0].workers + alloc[1].workers == 4
+
+
+def test_tetris_prefers_the_better_aligned_job(topo: Topology, perf: OptimusModel) -> None:
+    jobs = [job(0, gpus=4), job(1, gpus=4)]
+    view = make_view(topo, perf, jobs)
+    cap = capacity(view)
+    demand = np.array([[4, 40, 10], [4, 4, 10]], float)
+    free = np.array([8, 0.5 * cap[1], 0.5 * cap[2]])
+    s = Tetris().scores(view, demand, free, np.array([100.0, 100.0]))
+    assert s[0] > s[1]
+
+
+HEAVY = {**CATALOGUE, "heavy": replace(CATALOGUE["vgg-16"], name="heavy", theta=(0.001, 0.01, 0.8, 0.0, 0.0))}
+
+
+def test_topology_placement_avoids_a_comm_heavy_neighbours_switch() -> None:
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=2)]))
+    model = AnalyticModel(topo, HEAVY)
+    a = Job(0, 0.0, "heavy", 1e6, 32, 1)
+    b = Job(1, 0.0, "heavy", 1e6, 32, 1)
+    view = make_view(topo, model, [a, b], placements=[Placement((0,), (0,)), None])
+    from hrlsched.policies.base import Allocation
+
+    pl = TopologyPlacement().place(view, {0: Allocation(1, 1), 1: Allocation(1, 1)})
+    assert topo.gpu_switch[pl[1].gpus[0]] != topo.gpu_switch[0]
+    # bin-packing would have put it next to job 0
+    pk = make_scheduler("fifo+pack").placement.place(view, {0: Allocation(1, 1), 1: Allocation(1, 1)})
+    assert topo.gpu_switch[pk[1].gpus[0]] == topo.gpu_switch[0]
+
+
+FAST = ["workload.jobs=30", "workload.duration_h=2"]
+
+
+@pytest.mark.parametrize("alloc", sorted(ALLOCATIONS))
+def test_every_allocation_completes_default(alloc: str) -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+
+    res = simulate(resolve_run_config("default", alloc, 0, FAST))
+    assert np.all(~np.isnan(res.finish_s)) and np.all(res.rounds["gpus_busy"] <= res.n_gpus)
+
+
+@pytest.mark.parametrize("place", sorted(PLACEMENTS))
+def test_every_placement_completes_default(place: str) -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+
+    res = simulate(resolve_run_config("default", f"tiresias+{place}", 0, FAST))
+    assert np.all(~np.isnan(res.finish_s))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("alloc", sorted(ALLOCATIONS))
+@pytest.mark.parametrize("place", sorted(PLACEMENTS))
+def test_full_matrix_on_default(alloc: str, place: str) -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+
+    res = simulate(resolve_run_config("default", f"{alloc}+{place}", 0))
+    assert np.all(~np.isnan(res.finish_s)) and np.all(res.rounds["gpus_busy"] <= res.n_gpus)
