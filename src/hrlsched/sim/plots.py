@@ -22,6 +22,11 @@ def _plt():
     return plt
 
 
+def _style(i: int) -> dict[str, object]:
+    """Distinct colour and line style for up to 30 lines."""
+    return {"color": f"C{i % 10}", "linestyle": ("-", "--", ":")[(i // 10) % 3]}
+
+
 def _save(fig, path: Path) -> None:
     atomic_write(path, lambda p: fig.savefig(p, format="png", dpi=110, metadata=_META))
 
@@ -29,10 +34,10 @@ def _save(fig, path: Path) -> None:
 def plot_jct_cdf(jcts: Mapping[str, np.ndarray], path: Path, title: str = "JCT CDF") -> None:
     plt = _plt()
     fig, ax = plt.subplots(figsize=(6, 4))
-    for name, v in jcts.items():
+    for i, (name, v) in enumerate(jcts.items()):
         v = np.sort(np.asarray(v, dtype=float)[~np.isnan(v)]) / 3600.0
         if v.size:
-            ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", label=name)
+            ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", label=name, **_style(i))
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (h)")
     ax.set_ylabel("fraction of jobs")
@@ -48,10 +53,10 @@ def plot_timeline(series: Mapping[str, Mapping[str, np.ndarray]], n_gpus: int, p
     """GPU utilisation and jobs queued over time, one line per run."""
     plt = _plt()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
-    for name, r in series.items():
+    for i, (name, r) in enumerate(series.items()):
         h = np.asarray(r["time_s"]) / 3600.0
-        a1.plot(h, np.asarray(r["gpus_busy"]) / n_gpus, lw=0.8, label=name)
-        a2.plot(h, r["jobs_queued"], lw=0.8, label=name)
+        a1.plot(h, np.asarray(r["gpus_busy"]) / n_gpus, lw=0.8, label=name, **_style(i))
+        a2.plot(h, r["jobs_queued"], lw=0.8, label=name, **_style(i))
     a1.set_ylabel("GPU utilisation")
     a1.set_ylim(0, 1.05)
     a2.set_ylabel("jobs queued")
