@@ -37,8 +37,13 @@ Time per iteration of job j (design.md, "The analytic performance model"):
 - Async jobs: each worker runs at its own pace; the job's speed is the sum of
   its workers' local batch / t_i.
 
-Per-job traffic (the (link, bytes) rows) and compute factors are cached per
-placement signature; the fixed point is vectorised over all (job, link) rows.
+Per-job traffic (the (link, bytes) rows) is cached per placement
+signature, and a call with the same jobs and placements as the last one
+returns its result; otherwise the fixed point is re-solved for all jobs at
+once, vectorised over all (job, link) rows. (Re-solving only the connected
+groups of jobs whose neighbourhood changed was tried and measured slower:
+7.8 ms against 2.9 ms for 500 jobs on 4,096 GPUs after one job moved, since
+finding the groups costs more than one vectorised solve.)
 Where it simplifies: full-duplex links carry one direction's bytes; compute
 and communication do not overlap; pressure counts tasks, not their
 intensity; the CPU home of a job's input pipeline is inferred, not placed.
