@@ -8,7 +8,9 @@ co-location measurements.
    share of time the other keeps the link busy (``perf.analytic``: rho = 1 +
    u_other), so with f = comm time / iteration time alone, the predicted
    ratio is 1 / (1 + f_A * f_B). We fit one f per job (36) to the 36 x 36
-   matrix and report the median absolute error of the ratio.
+   matrix and report the median absolute error of the ratio, and the same
+   for the fluid rule (links shared only once saturated), which is how the
+   analytic model's sharing rule was chosen.
 
 2. Spreading a job over servers (Gavel, stanford-futuredata/gavel
    ``simulation_throughputs.json``: throughput of a k-GPU job consolidated on
@@ -21,8 +23,16 @@ co-location measurements.
    of the unconsolidated / consolidated throughput ratio.
 
 What carries over to the simulator is the form of these terms, which the
-fits test; the per-job parameters describe the measured jobs (other models
-than the catalogue's), so they are reported, not copied into the catalogue.
+fits test, and the contention gain kappa; the per-model volumes describe the
+measured jobs (other models than the catalogue's), so they are reported,
+not copied into the catalogue.
+
+Not calibrated here: the per-model compute sensitivity to neighbours on the
+same CPU socket (``ModelProfile.compute_sensitivity``); none of the public
+files measures socket-level co-location of distinct GPUs.
+
+Regenerate the YAML: ``.venv/bin/python -m hrlsched.perf.interference
+--write ../shared/data``.
 """
 
 from __future__ import annotations
@@ -33,7 +43,20 @@ import json
 from pathlib import Path
 
 import numpy as np
+import yaml
 from scipy.optimize import least_squares
+
+PARAMS_FILE = Path(__file__).with_name("interference.yaml")
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
+    """The fitted interference parameters (``contention``) the analytic model uses."""
+    path = Path(path)
+    data = yaml.safe_load(path.read_text()) or {}
+    k = data.get("contention")
+    if not isinstance(k, (int, float)) or k < 0:
+        raise ValueError(f"{path}: field 'contention': expected a number >= 0, got {k!r}")
+    return {"contention": float(k)}
 
 
 def read_deepshare(path: str | Path) -> tuple[list[str], np.ndarray]:
@@ -58,18 +81,25 @@ def read_deepshare(path: str | Path) -> tuple[list[str], np.ndarray]:
     return names, mat
 
 
-def fit_sharing(mat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """f per job minimising the squared error of 1 / (1 + f_i f_j) (i != j)."""
+def overlap_rule(f: np.ndarray) -> np.ndarray:
+    """Ratio of job i's throughput beside job j under the analytic model's
+    rule: its transfers stretched by 1 + f_j."""
+    return 1.0 / (1.0 + np.outer(f, f))
+
+
+def fluid_rule(f: np.ndarray) -> np.ndarray:
+    """The alternative: bandwidth shared only once the link is saturated
+    (stretch max(1, f_i + f_j))."""
+    u = f[:, None] + f[None, :]
+    return 1.0 / (1.0 + f[:, None] * (np.maximum(1.0, u) - 1.0))
+
+
+def fit_sharing(mat: np.ndarray, rule=overlap_rule) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+    """f per job minimising the squared error of ``rule(f)`` (i != j)."""
     n = mat.shape[0]
     mask = ~np.eye(n, dtype=bool) & np.isfinite(mat)
-
-    def resid(f: np.ndarray) -> np.ndarray:
-        pred = 1.0 / (1.0 + np.outer(f, f))
-        return (pred - mat)[mask]
-
-    res = least_squares(resid, np.full(n, 0.3), bounds=(0.0, 1.0))
-    pred = 1.0 / (1.0 + np.outer(res.x, res.x))
-    return res.x, np.where(mask, pred, np.nan)
+    res = least_squares(lambda f: (rule(f) - mat)[mask], np.full(n, 0.3), bounds=(0.0, 1.0))
+    return res.x, np.where(mask, rule(res.x), np.nan)
 
 
 def deepshare_figures(data_dir: str | Path) -> dict[str, float]:
@@ -77,8 +107,11 @@ def deepshare_figures(data_dir: str | Path) -> dict[str, float]:
     f, pred = fit_sharing(mat)
     err = np.abs(pred - mat)[np.isfinite(pred)]
     slow = 1 - mat[np.isfinite(pred)]
+    _, pred_fluid = fit_sharing(mat, fluid_rule)
+    err_fluid = np.abs(pred_fluid - mat)[np.isfinite(pred_fluid)]
     return {
         "deepshare_sharing_median_abs_err": round(float(np.median(err)), 4),
+        "deepshare_fluid_rule_median_abs_err": round(float(np.median(err_fluid)), 4),
         "deepshare_sharing_mean_abs_err": round(float(np.mean(err)), 4),
         "deepshare_measured_median_slowdown": round(float(np.median(slow)), 4),
         "deepshare_pairs": float(err.size),
@@ -127,3 +160,27 @@ def gavel_figures(data_dir: str | Path, gpu: str = "v100") -> dict[str, float]:
         "gavel_spread_median_abs_err_insample": round(float(np.median(insample)), 4),
         "gavel_job_types": float(len(table)),
     }
+
+
+def write_params(data_dir: str | Path, path: str | Path = PARAMS_FILE) -> dict[str, float]:
+    """Fit on the DeepShare matrix and write ``contention`` (with its
+    provenance) to the YAML the analytic model reads."""
+    figs = deepshare_figures(data_dir)
+    doc = {
+        "contention": figs["deepshare_fit_contention"],
+        "source": "deepshare/shared_thp_ratio.csv (gajagajago/deepshare @ a704439), structural sharing fit",
+        "command": ".venv/bin/python -m hrlsched.perf.interference --write ../shared/data",
+        "median_abs_err_of_ratio": figs["deepshare_sharing_median_abs_err"],
+        "pairs": int(figs["deepshare_pairs"]),
+    }
+    Path(path).write_text(yaml.safe_dump(doc, sort_keys=False))
+    return figs
+
+
+if __name__ == "__main__":
+    import sys
+
+    args = sys.argv[1:]
+    if not args or args[0] != "--write" or len(args) != 2:
+        raise SystemExit("usage: python -m hrlsched.perf.interference --write DATA_DIR")
+    print(json.dumps(write_params(args[1]), indent=1))
