@@ -1,25 +1,41 @@
 """Held-out check of the analytic model's all-reduce term on the Pollux
 measurements (16 nodes x 4 T4 GPUs, PyTorch DDP).
 
-Each application's compute time is its own single-GPU profile (a line in the
-local batch, fitted on its 1-GPU rows: a profile any model has before it is
-scheduled). The all-reduce is the analytic model's ring (``AnalyticModel.
-traffic``: PCIe inside a server, NICs across servers, bottleneck link)
-carrying the model's gradient bytes, plus a per-step latency:
+Each application has the profile the analytic model takes from the
+catalogue, measured before the job is scheduled: its compute time, a line in
+the local batch fitted on its 1-GPU rows, and its communication volume
+theta2 (``workload.catalogue.POLLUX_CATALOGUE``: the mean sync time of the
+2-node, 1-GPU-each placement; the analytic model turns it into bytes as
+theta2 x the reference bandwidth). The all-reduce is the analytic model's
+ring (``AnalyticModel.traffic``: PCIe inside a server, NICs across servers)
+and its time is the bottleneck link's, plus a per-step latency:
 
-    step(placement, b) = a * b + c + S * max_l(bytes_l / B_type(l)) + alpha * 2 (w - 1)
+    step(placement, b) = a b + c
+                         + max(P * pcie_l / B_pcie, theta2 * nic_l / nic_(1,1))
+                         + alpha * 2 (w - 1)
 
-(summed, as the analytic model sums compute and communication).
+pcie_l, nic_l: the most ring bytes per gradient byte on one PCIe link and on
+one NIC (nic_(1,1): the same for the profiled placement, so the NIC term is
+theta2 there); P: the model's gradient bytes (``params_mb``). Compute and
+communication are summed, as in the analytic model.
 
-The global parameters (B_pcie, B_nic, alpha) are fitted on four applications
+The global parameters (B_pcie, alpha) are fitted on four applications
 (cifar10, deepspeech2, imagenet, ncf) and the step-time MAPE is reported on
 the two others (bert, yolov3), split into single-node placements with more
-than one GPU and multi-node placements.
+than one GPU and multi-node placements other than the profiled 2 x 1 GPU
+one (whose NIC time is theta2 by construction).
+
+Known miss: on this testbed (T4 servers on 50 Gbit/s Ethernet, NCCL over
+TCP) a placement over 2 servers is slower than one over 3 or 4 with the same
+GPUs per server (bert: 2 x 1 GPU 0.71 s of all-reduce, 3 x 1 GPU 0.52 s),
+while the ring's NIC load grows with the GPU count; the model over-predicts
+the step time of 3-or-more-server placements of communication-heavy models.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +43,11 @@ from scipy.optimize import least_squares
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
 from hrlsched.perf.analytic import AnalyticModel
-from hrlsched.perf.goodput import read_placements
+
+try:  # the measured backend's reader where it exposes one
+    from hrlsched.perf.measured import read_placements  # type: ignore[attr-defined]
+except ImportError:
+    from hrlsched.perf.goodput import read_placements
 from hrlsched.workload.catalogue import CATALOGUE
 from hrlsched.workload.job import Job
 
@@ -67,12 +87,19 @@ def _app_rows(trace_dir: Path, name: str) -> dict[str, np.ndarray]:
     pcie, nic, w = ring_coefficients(t["placement"])
     return {"pid": t["placement"], "step": t["step_time"], "compute": a * t["local_bsz"] + c,
             "pcie": pcie, "nic": nic, "w": w, "nodes": t["num_nodes"],
-            "bytes": np.full(len(w), CATALOGUE[name].params_mb * 1e6)}
+            "bytes": np.full(len(w), CATALOGUE[name].params_mb * 1e6), "theta2": np.full(len(w), CATALOGUE[name].theta[2])}
+
+
+@lru_cache(maxsize=1)
+def _nic_profiled() -> float:
+    """Ring bytes per gradient byte on a NIC of the profiled 2 x 1 GPU placement."""
+    return float(ring_coefficients(np.array(["11"]))[1][0])
 
 
 def _predict(p: np.ndarray, r: dict[str, np.ndarray]) -> np.ndarray:
-    b_pcie, b_nic, alpha = np.exp(p)
-    comm = r["bytes"] * np.maximum(r["pcie"] / b_pcie, r["nic"] / b_nic) + alpha * 2 * (r["w"] - 1)
+    b_pcie, alpha = np.exp(p)
+    nic_11 = _nic_profiled()
+    comm = np.maximum(r["bytes"] * r["pcie"] / b_pcie, r["theta2"] * r["nic"] / nic_11) + alpha * 2 * (r["w"] - 1)
     return r["compute"] + np.where(r["w"] > 1, comm, 0.0)  # no overlap, as in the analytic model
 
 
@@ -82,16 +109,19 @@ def heldout_figures(data_dir: str | Path) -> dict[str, float]:
     train = {k: np.concatenate([rows[n][k] for n in TRAIN]) for k in rows[TRAIN[0]]}
     multi = train["w"] > 1
     fit = least_squares(lambda p: np.log(_predict(p, train)[multi]) - np.log(train["step"][multi]),
-                        np.log([4e9, 2e9, 1e-3]))
-    b_pcie, b_nic, alpha = np.exp(fit.x)
-    figs: dict[str, float] = {"heldout_fit_pcie_gbps": round(float(b_pcie) * 8 / 1e9, 2), "heldout_fit_nic_gbps": round(float(b_nic) * 8 / 1e9, 2),
-            "heldout_fit_alpha_ms": round(float(alpha) * 1e3, 3)}
+                        np.log([4e9, 1e-3]))
+    b_pcie, alpha = np.exp(fit.x)
+    figs: dict[str, float] = {"heldout_fit_pcie_gbps": round(float(b_pcie) * 8 / 1e9, 2),
+                              "heldout_fit_alpha_ms": round(float(alpha) * 1e3, 3)}
     for n in TEST:
         r = rows[n]
         err = np.abs(_predict(fit.x, r) - r["step"]) / r["step"]
         single = (r["nodes"] == 1) & (r["w"] > 1)
         figs[f"heldout_step_mape_pct.{n}.single_node"] = round(100 * float(err[single].mean()), 2)
-        figs[f"heldout_step_mape_pct.{n}.multi_node"] = round(100 * float(err[r["nodes"] > 1].mean()), 2)
+        multi_n = (r["nodes"] > 1) & ~((r["nodes"] == 2) & (r["w"] == 2))  # not the profiled placement
+        figs[f"heldout_step_mape_pct.{n}.multi_node"] = round(100 * float(err[multi_n].mean()), 2)
+        figs[f"heldout_step_mape_pct.{n}.two_nodes"] = round(100 * float(err[multi_n & (r["nodes"] == 2)].mean()), 2)
+        figs[f"heldout_step_mape_pct.{n}.three_plus_nodes"] = round(100 * float(err[r["nodes"] > 2].mean()), 2)
     tr_err = np.abs(_predict(fit.x, train) - train["step"]) / train["step"]
     figs["heldout_step_mape_pct.train_multi_gpu"] = round(100 * float(tr_err[multi].mean()), 2)
     return figs

@@ -40,6 +40,7 @@ from __future__ import annotations
 import ast
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -94,7 +95,9 @@ def fluid_rule(f: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + f[:, None] * (np.maximum(1.0, u) - 1.0))
 
 
-def fit_sharing(mat: np.ndarray, rule=overlap_rule) -> tuple[np.ndarray, np.ndarray]:  # noqa: ANN001
+def fit_sharing(
+    mat: np.ndarray, rule: Callable[[np.ndarray], np.ndarray] = overlap_rule
+) -> tuple[np.ndarray, np.ndarray]:
     """f per job minimising the squared error of ``rule(f)`` (i != j)."""
     n = mat.shape[0]
     mask = ~np.eye(n, dtype=bool) & np.isfinite(mat)
