@@ -6,7 +6,16 @@ import pytest
 from typer.testing import CliRunner
 
 from hrlsched.cli import app
-from hrlsched.perf.interference import fit_sharing, gavel_figures, gavel_predict, read_deepshare
+from hrlsched.perf.interference import (
+    fit_sharing,
+    fit_sharing_structural,
+    gavel_figures,
+    gavel_predict,
+    load_params,
+    parse_jobs,
+    read_deepshare,
+    sharing_predict,
+)
 
 
 def write_deepshare(d: Path, f: np.ndarray) -> None:
@@ -72,3 +81,27 @@ def test_validate_perf_on_public_data(shared_data: Path) -> None:
     assert figs["heldout_step_mape_pct.bert.single_node"] <= 15.0
     for k in ("gavel_spread_median_abs_err_heldout_k", "heldout_step_mape_pct.yolov3.multi_node"):
         assert k in figs
+
+
+def test_structural_sharing_fit_recovers_volumes_and_contention() -> None:
+    names = [f"{m},{g},{n}" for m in ("A", "B", "C") for g, n in ((2, 2), (4, 2), (8, 4))]
+    models, mi, gpus = parse_jobs(names)
+    v_true, k_true = np.array([0.1, 0.5, 1.2]), 1.7
+    mat = sharing_predict(v_true, k_true, mi, gpus)
+    v, k, pred = fit_sharing_structural(mat, mi, gpus)
+    np.testing.assert_allclose(v, v_true, rtol=1e-3)
+    assert k == pytest.approx(k_true, rel=1e-3)
+    assert models == ["A", "B", "C"]
+
+
+def test_bad_job_label_is_named() -> None:
+    with pytest.raises(ValueError, match="'A,two,2'"):
+        parse_jobs(["A,two,2"])
+
+
+def test_fitted_contention_is_packaged_and_checked(tmp_path: Path) -> None:
+    assert load_params()["contention"] > 0
+    bad = tmp_path / "p.yaml"
+    bad.write_text("contention: -1\n")
+    with pytest.raises(ValueError, match="p.yaml: field 'contention'"):
+        load_params(bad)

@@ -109,3 +109,15 @@ def test_traffic_is_cached_per_placement(model: AnalyticModel) -> None:
 def test_bad_options_are_named() -> None:
     with pytest.raises(ValueError, match="ref_gbps"):
         AnalyticModel(TOPO, CATALOGUE, ref_gbps=0)
+
+
+def test_contention_gain_scales_the_mutual_slowdown() -> None:
+    a, b = mk(0, "heavy", 1), mk(1, "heavy", 1)
+    pls = [Placement((0,), (0,)), Placement((1,), (0,))]
+    ratio = {}
+    for k in (0.0, 1.0, 2.0):
+        m = AnalyticModel(TOPO, HEAVY, contention=k)
+        ratio[k] = m.speeds([a, b], pls)[0] / m.speeds([a], pls[:1])[0]
+    assert ratio[2.0] < ratio[1.0] < ratio[0.0] <= 1.0
+    with pytest.raises(ValueError, match="contention"):
+        AnalyticModel(TOPO, CATALOGUE, contention=-0.5)

@@ -25,8 +25,11 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   transfer is slowed by the neighbours that transmit at the same time:
   with u_k,l = (bytes_k,l / C_l) / t_k the share of its iteration job k
   keeps link l busy, j's time on l is stretched by
-  rho_j,l = max(1 + sum_{k != j} u_k,l, sum_k u_k,l) (expected overlap of
-  independent bursts; the fluid limit once the link is saturated). u
+  rho_j,l = max(1 + kappa sum_{k != j} u_k,l, sum_k u_k,l) (expected overlap
+  of independent bursts, kappa = 1; the fluid limit once the link is
+  saturated). ``contention`` kappa defaults to the value fitted on
+  DeepShare's measured sharing matrix (``perf/interference.yaml``, written
+  by ``python -m hrlsched.perf.interference --write``: 1.52). u
   depends on speed, so t and rho are iterated to a fixed point
   (``iterations``, 3).
 - S = theta2 x ``ref_gbps``: the bytes that cost theta2 seconds at the
@@ -74,6 +77,7 @@ class AnalyticModel(PerformanceModel):
         ref_gbps: float = 25.0,
         iterations: int = 3,
         interference_scale: float = 1.0,
+        contention: float | None = None,
     ) -> None:
         super().__init__(topology, catalogue)
         if ref_gbps <= 0:
@@ -83,6 +87,13 @@ class AnalyticModel(PerformanceModel):
         self.ref_bytes_s = ref_gbps * GBPS
         self.iterations = int(iterations)
         self.interference_scale = float(interference_scale)
+        if contention is None:  # fitted on DeepShare's sharing matrix (perf/interference.yaml)
+            from hrlsched.perf.interference import load_params
+
+            contention = load_params()["contention"]
+        if contention < 0:
+            raise ValueError(f"perf.options.contention: expected >= 0, got {contention}")
+        self.contention = float(contention)
         t = topology
         G, S, V, R = t.n_gpus, t.n_switches, t.n_servers, t.n_racks
         self.off_switch, self.off_qpi, self.off_nic, self.off_rack, self.off_nvl = G, G + S, G + S + V, G + S + 2 * V, G + S + 2 * V + R
@@ -222,7 +233,7 @@ class AnalyticModel(PerformanceModel):
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
             U = np.bincount(links, weights=u, minlength=self.capacity.size)[links]
-            rho = np.maximum(1.0 + U - u, U)
+            rho = np.maximum(1.0 + self.contention * (U - u), U)
         rest = over + comm
         speed_sync = batch / (comp_max + rest)
         speed_async = np.bincount(wjob, weights=local[wjob] / (comp_i + rest[wjob]), minlength=n)
