@@ -3,9 +3,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from hrlsched.cli import app
 from hrlsched.perf.interference import (
     fit_sharing,
     fit_sharing_structural,
@@ -59,28 +57,6 @@ def test_deepshare_bad_value_is_named(tmp_path: Path) -> None:
     p.write_text(p.read_text().replace("0.961538", "fast", 1))
     with pytest.raises(ValueError, match="shared_thp_ratio.csv:2: field"):
         read_deepshare(p)
-
-
-def test_validate_perf_reports_and_skips(tmp_path: Path) -> None:
-    write_deepshare(tmp_path, np.array([0.2, 0.4, 0.6]))
-    write_gavel(tmp_path, 0.02)
-    r = CliRunner().invoke(app, ["validate-perf", "--data-dir", str(tmp_path), "--json"])
-    assert r.exit_code == 0, r.output
-    out = json.loads(r.output)
-    assert out["figures"]["deepshare_sharing_median_abs_err"] < 1e-3
-    assert set(out["skipped"]) == {"DL2 Optimus calibration", "Pollux held-out all-reduce"}
-
-
-def test_validate_perf_on_public_data(shared_data: Path) -> None:
-    r = CliRunner().invoke(app, ["validate-perf", "--data-dir", str(shared_data), "--json"])
-    figs = json.loads(r.output)["figures"]
-    assert figs["dl2_mape_pct.max"] <= 10.0
-    assert figs["deepshare_sharing_median_abs_err"] < figs["deepshare_measured_median_slowdown"]
-    # The burst-overlap rule of the analytic model fits better than fluid sharing.
-    assert figs["deepshare_sharing_median_abs_err"] < figs["deepshare_fluid_rule_median_abs_err"]
-    assert figs["heldout_step_mape_pct.bert.single_node"] <= 15.0
-    for k in ("gavel_spread_median_abs_err_heldout_k", "heldout_step_mape_pct.yolov3.multi_node"):
-        assert k in figs
 
 
 def test_structural_sharing_fit_recovers_volumes_and_contention() -> None:

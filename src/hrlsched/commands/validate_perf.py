@@ -13,6 +13,7 @@ from rich.table import Table
 
 TARGETS = {
     "dl2_mape_pct.max": "<= 10",
+    "deepshare_sharing_median_abs_err": "< deepshare_measured_median_slowdown",
     "heldout_step_mape_pct.bert.single_node": "<= 15",
     "heldout_step_mape_pct.bert.multi_node": "<= 15",
     "heldout_step_mape_pct.yolov3.single_node": "<= 15",
@@ -20,22 +21,36 @@ TARGETS = {
 }
 
 
+def _measured_figures() -> Callable[[Path], dict[str, float]] | None:
+    """The measured backend's own figures, where that module provides them."""
+    import importlib
+
+    return getattr(importlib.import_module("hrlsched.perf.measured"), "measured_figures", None)
+
+
 def collect(data_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
+    """(figures, {check: why it was skipped}) for every check whose data is in ``data_dir``."""
     from hrlsched.perf.calibrate import dl2_figures
-    from hrlsched.perf.heldout import heldout_figures
+    from hrlsched.perf.heldout import TEST, TRAIN, heldout_figures
     from hrlsched.perf.interference import deepshare_figures, gavel_figures
 
-    checks: list[tuple[str, str, Callable[[Path], dict[str, float]]]] = [
-        ("DL2 Optimus calibration", "dl2/config_speed.txt", dl2_figures),
-        ("DeepShare network sharing", "deepshare/shared_thp_ratio.csv", deepshare_figures),
-        ("Gavel consolidated vs spread", "gavel/simulation_throughputs.json", gavel_figures),
-        ("Pollux held-out all-reduce", "pollux/traces", heldout_figures),
+    pollux = [f"pollux/traces/{m}/placements.csv" for m in TRAIN + TEST]
+    checks: list[tuple[str, list[str], Callable[[Path], dict[str, float]] | None]] = [
+        ("DL2 Optimus calibration", ["dl2/config_speed.txt"], dl2_figures),
+        ("Measured backend (Pollux replay)", ["pollux/traces"], _measured_figures()),
+        ("DeepShare network sharing", ["deepshare/shared_thp_ratio.csv"], deepshare_figures),
+        ("Gavel consolidated vs spread", ["gavel/simulation_throughputs.json"], gavel_figures),
+        ("Pollux held-out all-reduce", pollux, heldout_figures),
     ]
     figs: dict[str, float] = {}
     skipped: dict[str, str] = {}
-    for what, need, fn in checks:
-        if not (data_dir / need).exists():
-            skipped[what] = f"{data_dir / need} is absent (see ../shared/data/SOURCES.md)"
+    for what, needs, fn in checks:
+        if fn is None:
+            skipped[what] = "hrlsched.perf.measured provides no measured_figures"
+            continue
+        absent = [n for n in needs if not (data_dir / n).exists()]
+        if absent:
+            skipped[what] = f"{data_dir / absent[0]} is absent (see ../shared/data/SOURCES.md)"
             continue
         figs.update(fn(data_dir))
     return figs, skipped
