@@ -121,3 +121,80 @@ def test_contention_gain_scales_the_mutual_slowdown() -> None:
     assert ratio[2.0] < ratio[1.0] < ratio[0.0] <= 1.0
     with pytest.raises(ValueError, match="contention"):
         AnalyticModel(TOPO, CATALOGUE, contention=-0.5)
+
+
+def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> dict[int, float]:
+    """The routing rules written out one path at a time (the vectorised
+    builder must give the same (link, bytes) rows)."""
+    t, prof = m.topology, m.profile(job)
+
+    def path(a: int, b_socket: int, b_gpu: int | None) -> list[int]:
+        sa, links = int(t.gpu_socket[a]), [a]
+        if b_gpu is not None:
+            va, vb = int(t.gpu_server[a]), int(t.gpu_server[b_gpu])
+            if va == vb and t.nvlink_gbps[va] > 0:
+                return [m.off_nvl + va]
+            links.append(b_gpu)
+            if t.gpu_switch[a] == t.gpu_switch[b_gpu]:
+                return links
+            links += [m.off_switch + int(t.gpu_switch[a]), m.off_switch + int(t.gpu_switch[b_gpu])]
+            b_socket = int(t.gpu_socket[b_gpu])
+        else:
+            links.append(m.off_switch + int(t.gpu_switch[a]))
+        if sa == b_socket:
+            return links
+        va, vb = int(t.socket_server[sa]), int(t.socket_server[b_socket])
+        if va == vb:
+            return links + [m.off_qpi + va]
+        links += [m.off_nic + va, m.off_nic + vb]
+        ra, rb = int(t.server_rack[va]), int(t.server_rack[vb])
+        return links + ([m.off_rack + ra, m.off_rack + rb] if ra != rb else [])
+
+    acc: dict[int, float] = {}
+
+    def add(links: list[int], nbytes: float) -> None:
+        for link in links:
+            acc[link] = acc.get(link, 0.0) + nbytes
+
+    w, S = pl.n_workers, prof.theta[2] * m.ref_bytes_s
+    gpus = sorted(pl.gpus)
+    if job.arch == "ps" and pl.n_ps:
+        for g in gpus:
+            for k in pl.ps_sockets:
+                add(path(g, k, None), S / pl.n_ps)
+    elif job.arch == "allreduce" and w > 1:
+        for a, b in zip(gpus, gpus[1:] + gpus[:1]):
+            add(path(a, -1, b), 2.0 * (w - 1) / w * S)
+    socks = [int(t.gpu_socket[g]) for g in gpus] + list(pl.ps_sockets)
+    home = {}
+    for v in {int(t.socket_server[s]) for s in socks}:
+        here = [s for s in socks if t.socket_server[s] == v]
+        home[v] = max(sorted(set(here)), key=here.count)
+    inp = (batch / w if job.mode == "sync" else batch) * prof.input_mb_per_sample * 1e6
+    if inp > 0:
+        for g in gpus:
+            add(path(g, home[int(t.gpu_server[g])], None), inp)
+    return acc
+
+
+def test_vectorised_traffic_matches_the_routing_rules() -> None:
+    rng = np.random.default_rng(3)
+    spec = ClusterSpec(server_groups=[ServerGroupSpec(count=3), ServerGroupSpec(count=2, nvlink_gbps=300.0)], racks=2)
+    topo = Topology.from_spec(spec)
+    m = AnalyticModel(topo, CATALOGUE)
+    jobs, pls = [], []
+    for i in range(60):
+        w = int(rng.integers(1, 9))
+        arch = "ps" if i % 2 else "allreduce"
+        gpus = tuple(int(g) for g in rng.choice(topo.n_gpus, w, replace=False))
+        ps = tuple(int(s) for s in rng.integers(0, topo.n_sockets, int(rng.integers(1, 4)))) if arch == "ps" else ()
+        mode = "async" if i % 5 == 0 else "sync"
+        jobs.append(mk(i, str(rng.choice(["vgg-16", "resnet-50", "dssm"])), w, arch=arch, mode=mode))
+        pls.append(Placement(gpus, ps))
+    batch = np.array([j.batch_size for j in jobs])
+    rows = m._build_traffic(jobs, pls, batch)  # all at once, as speeds() does
+    for j, pl, b, (links, nbytes) in zip(jobs, pls, batch, rows):
+        ref = reference_traffic(m, j, pl, int(b))
+        assert sorted(links.tolist()) == sorted(ref), (j.job_id, pl)
+        np.testing.assert_allclose([dict(zip(links.tolist(), nbytes))[k] for k in sorted(ref)],
+                                   [ref[k] for k in sorted(ref)], rtol=1e-12)

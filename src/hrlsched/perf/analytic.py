@@ -105,73 +105,119 @@ class AnalyticModel(PerformanceModel):
         self._last: tuple | None = None
 
     # ------------------------------------------------------------ traffic
-    def _path(self, a: int, b_socket: int, b_gpu: int | None) -> list[int]:
-        """Links from GPU a to socket b_socket (a PS, host memory) or to GPU b_gpu."""
+    def _route(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Links of the paths from GPUs ``a`` to sockets ``dst_socket`` (a PS,
+        host memory) or, where ``b`` is given, to GPUs ``b``: (path index, link
+        id) incidence rows, one per link a path crosses."""
         t = self.topology
-        sa = int(t.gpu_socket[a])
-        links = [a]
-        if b_gpu is not None:
-            va, vb = int(t.gpu_server[a]), int(t.gpu_server[b_gpu])
-            if va == vb and t.nvlink_gbps[va] > 0:
-                return [self.off_nvl + va]
-            links.append(b_gpu)
-            if t.gpu_switch[a] == t.gpu_switch[b_gpu]:
-                return links
-            links += [self.off_switch + int(t.gpu_switch[a]), self.off_switch + int(t.gpu_switch[b_gpu])]
-            b_socket = int(t.gpu_socket[b_gpu])
+        idx = np.arange(a.size)
+        sa, va = t.gpu_socket[a], t.gpu_server[a]
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if b is not None:
+            vb = t.gpu_server[b]
+            nvl = (va == vb) & (t.nvlink_gbps[va] > 0)  # the server's NVLink fabric only
+            parts.append((idx[nvl], self.off_nvl + va[nvl]))
+            pcie = ~nvl
+            parts += [(idx[pcie], a[pcie]), (idx[pcie], b[pcie])]
+            up = pcie & (t.gpu_switch[a] != t.gpu_switch[b])
+            parts += [(idx[up], self.off_switch + t.gpu_switch[a][up]), (idx[up], self.off_switch + t.gpu_switch[b][up])]
+            sb = t.gpu_socket[b]
         else:
-            links.append(self.off_switch + int(t.gpu_switch[a]))
-        if sa == b_socket:
-            return links
-        va, vb = int(t.socket_server[sa]), int(t.socket_server[b_socket])
-        if va == vb:
-            return links + [self.off_qpi + va]
-        links += [self.off_nic + va, self.off_nic + vb]
-        ra, rb = int(t.server_rack[va]), int(t.server_rack[vb])
-        if ra != rb:
-            links += [self.off_rack + ra, self.off_rack + rb]
-        return links
+            up = np.ones(a.size, dtype=bool)
+            parts += [(idx, a), (idx, self.off_switch + t.gpu_switch[a])]
+            sb = dst_socket
+        vb = t.socket_server[sb]
+        cross = up & (sa != sb)
+        qpi = cross & (va == vb)
+        parts.append((idx[qpi], self.off_qpi + va[qpi]))
+        net = cross & (va != vb)
+        parts += [(idx[net], self.off_nic + va[net]), (idx[net], self.off_nic + vb[net])]
+        ra, rb = t.server_rack[va], t.server_rack[vb]
+        rack = net & (ra != rb)
+        parts += [(idx[rack], self.off_rack + ra[rack]), (idx[rack], self.off_rack + rb[rack])]
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+    def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(link ids, bytes per iteration) of each job, built for all of them at
+        once over flattened (job, GPU) / (job, GPU, PS) / (job, ring edge)
+        arrays; no loop over GPUs or links."""
+        t = self.topology
+        n = len(jobs)
+        profs = [self.profile(j) for j in jobs]
+        w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
+        p = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
+        sync = np.array([j.mode == "sync" for j in jobs])
+        is_ps = np.array([j.arch == "ps" for j in jobs]) & (p > 0)
+        is_ring = np.array([j.arch == "allreduce" for j in jobs]) & (w > 1)
+        S = np.array([pr.theta[2] for pr in profs]) * self.ref_bytes_s
+        local = np.where(sync, batch / w, batch).astype(float)
+        inp = local * np.array([pr.input_mb_per_sample for pr in profs]) * 1e6
+        # Workers sorted within each job (the ring's order), PS sockets flat.
+        g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=int(w.sum()))
+        gjob = np.repeat(np.arange(n), w)
+        order = np.lexsort((g, gjob))
+        g = g[order]
+        gstart = np.concatenate([[0], np.cumsum(w)[:-1]])
+        s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=int(p.sum()))
+        sjob = np.repeat(np.arange(n), p)
+        sstart = np.concatenate([[0], np.cumsum(p)[:-1]])
+
+        # PS: every worker exchanges its shard S/p with every PS.
+        wp = np.where(is_ps[gjob], p[gjob], 0)
+        wi = np.repeat(np.arange(g.size), wp)
+        k = np.arange(wi.size) - np.repeat(np.cumsum(wp) - wp, wp)  # PS index within the job
+        jj = gjob[wi]
+        ps_pairs = (g[wi], s[sstart[jj] + k], jj, S[jj] / np.maximum(p[jj], 1))
+        # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
+        rw = is_ring[gjob]
+        nxt = np.arange(g.size) + 1
+        last = nxt == gstart[gjob] + w[gjob]
+        nxt[last] = gstart[gjob][last]
+        ring = (g[rw], g[nxt][rw], gjob[rw], (2.0 * (w - 1) / np.maximum(w, 1) * S)[gjob][rw])
+        # Input pipeline: from the job's CPU home on each server (the socket
+        # with most of its tasks there; the lowest on a tie) to each worker.
+        tsock = np.concatenate([t.gpu_socket[g], s])
+        tjob = np.concatenate([gjob, sjob])
+        u, cnt = np.unique(tjob * t.n_sockets + tsock, return_counts=True)
+        ujob, usock = u // t.n_sockets, u % t.n_sockets
+        srv_key = ujob * t.n_servers + t.socket_server[usock]
+        pick = np.lexsort((usock, -cnt, srv_key))
+        first = np.concatenate([[True], srv_key[pick][1:] != srv_key[pick][:-1]])
+        hkeys, hsock = srv_key[pick][first], usock[pick][first]
+        iw = inp[gjob] > 0
+        home = hsock[np.searchsorted(hkeys, gjob * t.n_servers + t.gpu_server[g])]
+
+        a = np.concatenate([ps_pairs[0], g[iw], ring[0]])
+        dsock = np.concatenate([ps_pairs[1], home[iw], np.zeros(ring[0].size, dtype=np.int64)])
+        nbytes = np.concatenate([ps_pairs[3], inp[gjob][iw], ring[3]])
+        pjob = np.concatenate([ps_pairs[2], gjob[iw], ring[2]])
+        n_host = ps_pairs[0].size + int(iw.sum())
+        pi_h, link_h = self._route(a[:n_host], dsock[:n_host], None)
+        pi_r, link_r = self._route(a[n_host:], dsock[n_host:], ring[1])
+        pi = np.concatenate([pi_h, pi_r + n_host])
+        link = np.concatenate([link_h, link_r])
+        # Sum bytes per (job, link), then split the rows by job.
+        L = self.capacity.size
+        keys, inv = np.unique(pjob[pi] * L + link, return_inverse=True)
+        tot = np.bincount(inv, weights=nbytes[pi], minlength=keys.size)
+        cut = np.searchsorted(keys // L, np.arange(n + 1))
+        links = keys % L
+        return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
+
+    def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Traffic of each job, from the cache or built (vectorised) for the missing ones."""
+        keys = [(j.model, j.arch, j.mode, int(b), pl) for j, pl, b in zip(jobs, placements, batch)]
+        miss = [i for i, k in enumerate(keys) if k not in self._rows]
+        if miss:
+            built = self._build_traffic([jobs[i] for i in miss], [placements[i] for i in miss],
+                                        np.asarray(batch)[miss])
+            for i, r in zip(miss, built):
+                self._rows[keys[i]] = r
+        return [self._rows[k] for k in keys]
 
     def traffic(self, job: Job, pl: Placement, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """(link ids, bytes per iteration) of one job at one placement."""
-        key = (job.model, job.arch, job.mode, batch, pl)
-        hit = self._rows.get(key)
-        if hit is not None:
-            return hit
-        t, prof = self.topology, self.profile(job)
-        w = pl.n_workers
-        local = batch / w if job.mode == "sync" else float(batch)
-        S = prof.theta[2] * self.ref_bytes_s
-        acc: dict[int, float] = {}
-
-        def add(links: list[int], nbytes: float) -> None:
-            for link in links:
-                acc[link] = acc.get(link, 0.0) + nbytes
-
-        gpus = sorted(pl.gpus)
-        if job.arch == "ps" and pl.n_ps:
-            shard = S / pl.n_ps
-            for g in gpus:
-                for k in pl.ps_sockets:
-                    add(self._path(g, int(k), None), shard)
-        elif job.arch == "allreduce" and w > 1:
-            edge = 2.0 * (w - 1) / w * S
-            for a, b in zip(gpus, gpus[1:] + gpus[:1]):
-                add(self._path(a, -1, b), edge)
-        # Input pipeline: host memory of the job's CPU home socket on each server.
-        socks = [int(t.gpu_socket[g]) for g in gpus] + [int(s) for s in pl.ps_sockets]
-        home: dict[int, int] = {}
-        for v in {int(t.socket_server[s]) for s in socks}:
-            here = [s for s in socks if t.socket_server[s] == v]
-            home[v] = max(sorted(set(here)), key=here.count)
-        inp = local * prof.input_mb_per_sample * 1e6
-        if inp > 0:
-            for g in gpus:
-                add(self._path(g, home[int(t.gpu_server[g])], None), inp)
-        links = np.fromiter(acc.keys(), dtype=np.int64, count=len(acc))
-        nbytes = np.fromiter(acc.values(), dtype=float, count=len(acc))
-        out = self._rows[key] = (links, nbytes)
-        return out
+        return self._traffic_rows([job], [pl], np.array([batch]))[0]
 
     # ------------------------------------------------------------- speeds
     def speeds(
@@ -215,7 +261,7 @@ class AnalyticModel(PerformanceModel):
         over = theta[:, 1] + theta[:, 3] * w + theta[:, 4] * ps
 
         # Traffic rows, then the fixed point of link sharing.
-        rows = [self.traffic(j, p, int(b)) for j, p, b in zip(jobs, placements, batch)]
+        rows = self._traffic_rows(jobs, placements, batch)
         lens = np.fromiter((r[0].size for r in rows), dtype=np.int64, count=n)
         links = np.concatenate([r[0] for r in rows]) if lens.sum() else np.zeros(0, dtype=np.int64)
         nbytes = np.concatenate([r[1] for r in rows]) if lens.sum() else np.zeros(0)
