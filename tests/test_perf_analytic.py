@@ -125,19 +125,20 @@ def test_contention_gain_scales_the_mutual_slowdown() -> None:
 
 def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> dict[int, float]:
     """The routing rules written out one path at a time (the vectorised
-    builder must give the same (link, bytes) rows)."""
-    t, prof = m.topology, m.profile(job)
+    builder must give the same (directed link, bytes) rows)."""
+    t, prof, D = m.topology, m.profile(job), m.n_links
 
     def path(a: int, b_socket: int, b_gpu: int | None) -> list[int]:
+        """Source-side links outgoing (id), destination-side incoming (id + D)."""
         sa, links = int(t.gpu_socket[a]), [a]
         if b_gpu is not None:
             va, vb = int(t.gpu_server[a]), int(t.gpu_server[b_gpu])
             if va == vb and t.nvlink_gbps[va] > 0:
                 return [m.off_nvl + va]
-            links.append(b_gpu)
+            links.append(D + b_gpu)
             if t.gpu_switch[a] == t.gpu_switch[b_gpu]:
                 return links
-            links += [m.off_switch + int(t.gpu_switch[a]), m.off_switch + int(t.gpu_switch[b_gpu])]
+            links += [m.off_switch + int(t.gpu_switch[a]), D + m.off_switch + int(t.gpu_switch[b_gpu])]
             b_socket = int(t.gpu_socket[b_gpu])
         else:
             links.append(m.off_switch + int(t.gpu_switch[a]))
@@ -145,10 +146,13 @@ def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> 
             return links
         va, vb = int(t.socket_server[sa]), int(t.socket_server[b_socket])
         if va == vb:
-            return links + [m.off_qpi + va]
-        links += [m.off_nic + va, m.off_nic + vb]
+            return links + [m.off_qpi + va + (0 if sa < b_socket else D)]
+        links += [m.off_nic + va, D + m.off_nic + vb]
         ra, rb = int(t.server_rack[va]), int(t.server_rack[vb])
-        return links + ([m.off_rack + ra, m.off_rack + rb] if ra != rb else [])
+        return links + ([m.off_rack + ra, D + m.off_rack + rb] if ra != rb else [])
+
+    def back(links: list[int]) -> list[int]:
+        return [(x + D) % (2 * D) for x in links]
 
     acc: dict[int, float] = {}
 
@@ -161,7 +165,8 @@ def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> 
     if job.arch == "ps" and pl.n_ps:
         for g in gpus:
             for k in pl.ps_sockets:
-                add(path(g, k, None), S / pl.n_ps)
+                add(path(g, k, None), S / pl.n_ps)  # push
+                add(back(path(g, k, None)), S / pl.n_ps)  # pull
     elif job.arch == "allreduce" and w > 1:
         for a, b in zip(gpus, gpus[1:] + gpus[:1]):
             add(path(a, -1, b), 2.0 * (w - 1) / w * S)
@@ -173,7 +178,7 @@ def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> 
     inp = (batch / w if job.mode == "sync" else batch) * prof.input_mb_per_sample * 1e6
     if inp > 0:
         for g in gpus:
-            add(path(g, home[int(t.gpu_server[g])], None), inp)
+            add(back(path(g, home[int(t.gpu_server[g])], None)), inp)  # host -> GPU
     return acc
 
 
@@ -198,3 +203,12 @@ def test_vectorised_traffic_matches_the_routing_rules() -> None:
         assert sorted(links.tolist()) == sorted(ref), (j.job_id, pl)
         np.testing.assert_allclose([dict(zip(links.tolist(), nbytes))[k] for k in sorted(ref)],
                                    [ref[k] for k in sorted(ref)], rtol=1e-12)
+
+
+def test_links_are_full_duplex(model: AnalyticModel) -> None:
+    j = mk(0, "vgg-16", 2, arch="allreduce")
+    links, nbytes = model.traffic(j, Placement((0, 8)), j.batch_size)  # one GPU on each of two servers
+    row = dict(zip(links.tolist(), nbytes))
+    S = CATALOGUE["vgg-16"].theta[2] * model.ref_bytes_s
+    out_a, in_a = model.off_nic + 0, model.n_links + model.off_nic + 0
+    assert row[out_a] == pytest.approx(S) and row[in_a] == pytest.approx(S)  # one ring edge each way

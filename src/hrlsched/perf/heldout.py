@@ -71,8 +71,9 @@ def ring_coefficients(pids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
         gpus = tuple(4 * node + g for node, c in enumerate(int(x) for x in pid) for g in range(c))
         job = Job(0, 0.0, "unit", 1.0, 1, len(gpus), arch="allreduce")
         links, nbytes = model.traffic(job, Placement(gpus), 1)
-        is_nic = (links >= model.off_nic) & (links < model.off_rack)
-        is_pcie = links < model.off_qpi
+        phys = links % model.n_links  # either direction of a full-duplex link
+        is_nic = (phys >= model.off_nic) & (phys < model.off_rack)
+        is_pcie = phys < model.off_qpi
         pcie.append(float(nbytes[is_pcie].max()) if is_pcie.any() else 0.0)
         nic.append(float(nbytes[is_nic].max()) if is_nic.any() else 0.0)
         w.append(len(gpus))

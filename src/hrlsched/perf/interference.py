@@ -5,12 +5,20 @@ co-location measurements.
    throughput of a distributed job (model, GPUs, nodes) while another one
    shares its network, over its throughput alone). In the analytic model two
    jobs on the same bottleneck link stretch each other's transfers by the
-   share of time the other keeps the link busy (``perf.analytic``: rho = 1 +
-   u_other), so with f = comm time / iteration time alone, the predicted
-   ratio is 1 / (1 + f_A * f_B). We fit one f per job (36) to the 36 x 36
-   matrix and report the median absolute error of the ratio, and the same
-   for the fluid rule (links shared only once saturated), which is how the
-   analytic model's sharing rule was chosen.
+   share of time the other keeps the link busy, times a contention gain
+   kappa (``perf.analytic``: rho = 1 + kappa u_other), so with f = comm time
+   / iteration time alone, the predicted ratio is 1 / (1 + kappa f_A f_B).
+
+   Structural fit (what the simulator uses): f comes from the analytic
+   model's ring. A job of model m on G GPUs keeps one direction of each NIC
+   busy v_m x L(G) seconds per second of compute, L(G) = 2 (G - 1) / G (ring
+   bytes per gradient byte: one ring edge), so f = v_m L / (1 + v_m L); six
+   volumes v_m (one per model) and kappa are fitted by least squares to the
+   1,260 off-diagonal pairs. kappa goes to ``perf/interference.yaml``, the
+   default ``contention`` of the analytic model. For comparison, one free f
+   per job (36 parameters, kappa = 1) under the same rule, and under the
+   fluid rule (links shared only once saturated), which is how the analytic
+   model's burst-overlap rule was chosen.
 
 2. Spreading a job over servers (Gavel, stanford-futuredata/gavel
    ``simulation_throughputs.json``: throughput of a k-GPU job consolidated on
@@ -106,9 +114,10 @@ def fit_sharing(
 
 
 def ring_nic_load(gpus: np.ndarray) -> np.ndarray:
-    """Ring bytes per gradient byte on one NIC of a job spread over servers."""
+    """Ring bytes per gradient byte on one direction of a NIC of a job spread
+    over servers (one ring edge)."""
     g = np.asarray(gpus, dtype=float)
-    return 2.0 * 2.0 * (g - 1.0) / g
+    return 2.0 * (g - 1.0) / g
 
 
 def parse_jobs(names: list[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
