@@ -212,3 +212,25 @@ def test_links_are_full_duplex(model: AnalyticModel) -> None:
     S = CATALOGUE["vgg-16"].theta[2] * model.ref_bytes_s
     out_a, in_a = model.off_nic + 0, model.n_links + model.off_nic + 0
     assert row[out_a] == pytest.approx(S) and row[in_a] == pytest.approx(S)  # one ring edge each way
+
+
+def test_input_pipeline_crosses_qpi_from_the_jobs_cpu_home() -> None:
+    cat = {"inp": replace(CATALOGUE["resnet-50"], name="inp", theta=(0.004, 0.1, 0.0, 0.0, 0.0), input_mb_per_sample=1.0)}
+    m = AnalyticModel(TOPO, cat)
+    j = Job(0, 0.0, "inp", 1e6, 32, 1, 2)
+    qpi = {m.off_qpi, m.off_qpi + m.n_links}  # server 0, both directions
+    home_here = dict(zip(*m.traffic(j, Placement((0,), (0,)), 32)))  # worker and PSs on socket 0
+    home_there = dict(zip(*m.traffic(j, Placement((0,), (1, 1)), 32)))  # CPU side on socket 1
+    assert not qpi & set(home_here)
+    assert sum(home_there[k] for k in qpi & set(home_there)) == pytest.approx(32 * 1e6)
+    assert m.speeds([j], [Placement((0,), (1, 1))])[0] < m.speeds([j], [Placement((0,), (0, 0))])[0]
+
+
+def test_time_shared_gpu_divides_compute(model: AnalyticModel) -> None:
+    a, b = mk(0, "dssm", 1), mk(1, "dssm", 1)
+    alone = model.speeds([a], [Placement((0,), (0,))])[0]
+    shared = model.speeds([a, b], [Placement((0,), (0,)), Placement((0,), (0,))])[0]
+    prof = CATALOGUE["dssm"]
+    t_alone = a.batch_size / alone
+    # the compute term doubles (plus the socket pressure of the other job's tasks)
+    assert a.batch_size / shared - t_alone >= prof.theta[0] * a.batch_size * 0.999
