@@ -47,7 +47,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from scipy.optimize import brentq
 
 from hrlsched.workload.loaders.base import TraceRecord
 
@@ -277,6 +276,9 @@ def mmpp_for_cv(target_cv: float, rate_ratio: float | None = None, high_fraction
             f"workload.target_cv: {target_cv} is out of reach with burst_rate_ratio={rate_ratio} and "
             f"burst_time_fraction={high_fraction} (reachable: {cv_lo:.2f} to {cv_hi:.2f}); raise the ratio"
         )
+    # Imported here: scipy.optimize costs 0.5 s of start-up for every command.
+    from scipy.optimize import brentq
+
     x = brentq(lambda s: make(s).interarrival_cv() - target_cv, lo, hi, xtol=1e-10)
     return make(x)
 
