@@ -99,7 +99,7 @@ def policies() -> None:
         table.add_column(c)
     for p in all_policies():
         table.add_row(p.name, p.kind, p.summary, p.paper)
-    Console().print(table)
+    Console(width=160).print(table)
 
 
 def _register_commands() -> None:
