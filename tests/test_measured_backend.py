@@ -87,3 +87,12 @@ def test_bad_rows_are_named(tmp_path: Path) -> None:
 def test_unknown_model_is_named(model: MeasuredModel) -> None:
     with pytest.raises(ValueError, match="has no measured trace"):
         model.speeds([Job(3, 0.0, "vgg-16", 1.0, 32, 1)], [Placement((0,), (0,))])
+
+
+def test_leave_one_placement_out_figure(tmp_path: Path) -> None:
+    from hrlsched.perf.measured import measured_figures
+
+    make_app(tmp_path / "pollux" / "traces")
+    figs = measured_figures(tmp_path)
+    assert set(figs) == {"measured_loo_step_mape_pct.toy"}
+    assert 0 <= figs["measured_loo_step_mape_pct.toy"] < 100

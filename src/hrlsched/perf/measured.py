@@ -83,3 +83,33 @@ class MeasuredModel(PerformanceModel):
         step, actual = self.app(job).step_time(counts, job.batch_size if batch_size is None else batch_size)
         return actual / step
 
+
+
+def measured_figures(data_dir: str | Path, per_app: int = 30) -> dict[str, float]:
+    """Leave-one-placement-out error of the replay's interpolation: for up to
+    ``per_app`` multi-node placements of each application (evenly spread over
+    the measured ones), drop every row of that placement, rebuild the
+    application from the rest, and predict the dropped step times (over
+    nodes, replicas and local batch); MAPE per application."""
+    from dataclasses import replace as dc_replace
+
+    apps = load_pollux_applications(Path(data_dir) / "pollux" / "traces")
+    figs: dict[str, float] = {}
+    for name, app in apps.items():
+        p = app.placements
+        pids = sorted({str(x) for x in p["placement"] if len(str(x)) >= 2})
+        pick = [pids[i] for i in np.linspace(0, len(pids) - 1, min(per_app, len(pids))).astype(int)] if pids else []
+        errs = []
+        for pid in pick:
+            keep = p["placement"] != pid
+            rest = dc_replace(app, placements={k: v[keep] for k, v in p.items()}, _by_placement={}, _interp=None)
+            m = ~keep
+            for lb, st in zip(p["local_bsz"][m], p["step_time"][m]):
+                try:
+                    pred, _ = rest.get_throughput(tuple(int(c) for c in pid), float(lb))
+                except ValueError:
+                    continue  # outside the convex hull of the other measurements
+                errs.append(abs(pred - st) / st)
+        if errs:
+            figs[f"measured_loo_step_mape_pct.{name}"] = round(100 * float(np.mean(errs)), 2)
+    return figs
