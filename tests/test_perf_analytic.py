@@ -215,7 +215,8 @@ def test_links_are_full_duplex(model: AnalyticModel) -> None:
 
 
 def test_input_pipeline_crosses_qpi_from_the_jobs_cpu_home() -> None:
-    cat = {"inp": replace(CATALOGUE["resnet-50"], name="inp", theta=(0.004, 0.1, 0.0, 0.0, 0.0), input_mb_per_sample=1.0)}
+    cat = {"inp": replace(CATALOGUE["resnet-50"], name="inp", theta=(0.004, 0.1, 0.0, 0.0, 0.0), input_mb_per_sample=1.0,
+                          compute_sensitivity=0.0)}  # QPI alone: the own PSs on socket 0 press on compute too
     m = AnalyticModel(TOPO, cat)
     j = Job(0, 0.0, "inp", 1e6, 32, 1, 2)
     qpi = {m.off_qpi, m.off_qpi + m.n_links}  # server 0, both directions

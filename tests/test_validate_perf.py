@@ -37,7 +37,7 @@ def test_validate_perf_on_empty_folder_skips_everything_with_reasons(tmp_path: P
     assert r.exit_code == 0, r.output
     out = json.loads(r.output)
     assert out["figures"] == {}
-    assert len(out["skipped"]) == 5
+    assert len(out["skipped"]) == 6
     assert all("absent" in why or "measured_figures" in why for why in out["skipped"].values())
 
 

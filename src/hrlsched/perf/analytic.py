@@ -2,14 +2,17 @@
 
 Time per iteration of job j (design.md, "The analytic performance model"):
 
-    t_j = max_i [theta0 * local_batch / g_i * k_i * c_i]   compute, slowest worker i (sync)
-        + theta1 + theta3 * w + theta4 * p                   per-iteration overheads (Optimus)
-        + max_l bytes_{j,l} * rho_l / C_l                     communication bottleneck
+    t_j = max_i [(theta0 * local_batch / g_i * k_i + theta1) * c_i]   compute, slowest worker i (sync)
+          * (1 + straggler * (w - 1))                               wait for the slowest (sync)
+        + theta3 * w + theta4 * p                                   per-worker/PS overheads (Optimus)
+        + max_l bytes_{j,l} * rho_l / C_l                           communication bottleneck
 
 - g_i: relative speed of worker i's GPU type; k_i: workers time-sharing its
   GPU; c_i = 1 + s_j * pressure_i: compute interference, with s_j the
-  model's sensitivity and pressure_i the other jobs' tasks on worker i's CPU
-  socket per GPU of that socket (cache, memory bandwidth, input pipeline).
+  model's sensitivity and pressure_i the other tasks on worker i's CPU
+  socket (the job's own other workers and PSs included) per GPU of that
+  socket (cache, memory bandwidth, input pipeline). s_j is fitted on the
+  Pollux single-server measurements (``perf.colocation``).
 - Links l: each GPU's PCIe link to its switch, each switch's uplink to its
   socket, the QPI/UPI link of each server, each server's NIC, each rack's
   uplink, and each server's NVLink fabric where present. C_l: capacity.
@@ -38,6 +41,15 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   links all have ``ref_gbps`` and its PSs on other servers, t reduces to the
   Optimus form theta0 M/w + theta1 + theta2 w/p + theta3 w + theta4 p
   (for w >= p; a test checks this).
+- Options fitted on the Pollux testbed (``perf.heldout``; neutral by
+  default): ``intra_server_bytes="params"`` moves the real gradient size
+  (``params_mb``) inside a server and theta2-sized bytes only over NICs and
+  rack links; ``ring_spread_eff`` scales a ring's network time when it spans
+  three or more servers (measured: 0.63, a 2-server ring is slower per
+  byte); ``host_staging`` adds that share of its network time per extra
+  worker of the job on its busiest server (no GPUDirect: transfers are
+  staged through the host); ``straggler`` is the synchronisation wait per
+  extra worker, as a share of compute.
 - Async jobs: each worker runs at its own pace; the job's speed is the sum of
   its workers' local batch / t_i.
 
@@ -84,6 +96,10 @@ class AnalyticModel(PerformanceModel):
         iterations: int = 3,
         interference_scale: float = 1.0,
         contention: float | None = None,
+        intra_server_bytes: str = "theta2",
+        ring_spread_eff: float = 1.0,
+        host_staging: float = 0.0,
+        straggler: float = 0.0,
     ) -> None:
         super().__init__(topology, catalogue)
         if ref_gbps <= 0:
@@ -100,6 +116,13 @@ class AnalyticModel(PerformanceModel):
         if contention < 0:
             raise ValueError(f"perf.options.contention: expected >= 0, got {contention}")
         self.contention = float(contention)
+        if intra_server_bytes not in ("theta2", "params"):
+            raise ValueError(f"perf.options.intra_server_bytes: expected 'theta2' or 'params', got {intra_server_bytes!r}")
+        self.intra_params = intra_server_bytes == "params"
+        for name, v, lo in (("ring_spread_eff", ring_spread_eff, 1e-9), ("host_staging", host_staging, 0.0), ("straggler", straggler, 0.0)):
+            if not v >= lo:
+                raise ValueError(f"perf.options.{name}: expected {'> 0' if lo else '>= 0'}, got {v}")
+        self.ring_spread_eff, self.host_staging, self.straggler = float(ring_spread_eff), float(host_staging), float(straggler)
         t = topology
         G, S, V, R = t.n_gpus, t.n_switches, t.n_servers, t.n_racks
         self.off_switch, self.off_qpi, self.off_nic, self.off_rack, self.off_nvl = G, G + S, G + S + V, G + S + 2 * V, G + S + 2 * V + R
@@ -162,6 +185,9 @@ class AnalyticModel(PerformanceModel):
         is_ps = np.array([j.arch == "ps" for j in jobs]) & (p > 0)
         is_ring = np.array([j.arch == "allreduce" for j in jobs]) & (w > 1)
         S = np.array([pr.theta[2] for pr in profs]) * self.ref_bytes_s
+        P = np.array([pr.params_mb for pr in profs]) * 1e6
+        use_p = self.intra_params & (P > 0)
+        grad = np.where(use_p, P, S)  # bytes on a path; network links scale them to S below
         local = np.where(sync, batch / w, batch).astype(float)
         inp = local * np.array([pr.input_mb_per_sample for pr in profs]) * 1e6
         # Workers sorted within each job (the ring's order), PS sockets flat.
@@ -179,13 +205,13 @@ class AnalyticModel(PerformanceModel):
         wi = np.repeat(np.arange(g.size), wp)
         k = np.arange(wi.size) - np.repeat(np.cumsum(wp) - wp, wp)  # PS index within the job
         jj = gjob[wi]
-        ps_pairs = (g[wi], s[sstart[jj] + k], jj, S[jj] / np.maximum(p[jj], 1))
+        ps_pairs = (g[wi], s[sstart[jj] + k], jj, grad[jj] / np.maximum(p[jj], 1))
         # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
         rw = is_ring[gjob]
         nxt = np.arange(g.size) + 1
         last = nxt == gstart[gjob] + w[gjob]
         nxt[last] = gstart[gjob][last]
-        ring = (g[rw], g[nxt][rw], gjob[rw], (2.0 * (w - 1) / np.maximum(w, 1) * S)[gjob][rw])
+        ring = (g[rw], g[nxt][rw], gjob[rw], (2.0 * (w - 1) / np.maximum(w, 1) * grad)[gjob][rw])
         # Input pipeline: from the job's CPU home on each server (the socket
         # with most of its tasks there; the lowest on a tie) to each worker.
         tsock = np.concatenate([t.gpu_socket[g], s])
@@ -209,10 +235,23 @@ class AnalyticModel(PerformanceModel):
         link = np.concatenate([link_p, (link_p + D) % (2 * D), (link_i + D) % (2 * D), link_r])
         nbytes = np.concatenate([ps_pairs[3], ps_pairs[3], inp[gjob][iw], ring[3]])
         pjob = np.concatenate([ps_pairs[2], ps_pairs[2], gjob[iw], ring[2]])
+        # Gradient traffic on network links (NIC, rack uplink): theta2-sized
+        # bytes (S / grad) and, for rings, the measured spread efficiency and
+        # host staging (servers spanned, most workers on one server).
+        js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
+        n_srv = np.bincount(js // t.n_servers, minlength=n)
+        g_most = np.zeros(n, dtype=np.int64)
+        np.maximum.at(g_most, js // t.n_servers, js_cnt)
+        ring_f = np.where(n_srv > 2, self.ring_spread_eff, 1.0) * (1.0 + self.host_staging * (g_most - 1))
+        net_scale = np.divide(S, grad, out=np.ones(n), where=grad > 0) * np.where(is_ring, ring_f, 1.0)
+        grad_row = np.concatenate([np.ones(2 * n_ps, dtype=bool), np.zeros(n_in, dtype=bool), np.ones(ring[0].size, dtype=bool)])
+        phys = link % D
+        on_net = grad_row[pi] & (phys >= self.off_nic) & (phys < self.off_nvl)
+        row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
         # Sum bytes per (job, directed link), then split the rows by job.
         L = self.capacity.size
         keys, inv = np.unique(pjob[pi] * L + link, return_inverse=True)
-        tot = np.bincount(inv, weights=nbytes[pi], minlength=keys.size)
+        tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
         cut = np.searchsorted(keys // L, np.arange(n + 1))
         links = keys % L
         return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
@@ -259,19 +298,21 @@ class AnalyticModel(PerformanceModel):
         gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(w.sum()))
         wjob = np.repeat(np.arange(n), w)
         sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=int(ps.sum()))
-        pjob = np.repeat(np.arange(n), ps)
         share = gpu_share_counts(placements, t.n_gpus)[gflat]
         tasks_sock = np.bincount(t.gpu_socket[gflat], minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
-        key = np.concatenate([wjob * t.n_sockets + t.gpu_socket[gflat], pjob * t.n_sockets + sflat])
-        uniq, inv, cnt = np.unique(key, return_inverse=True, return_counts=True)
-        own = cnt[inv[: gflat.size]]
         sock = t.gpu_socket[gflat]
-        pressure = (tasks_sock[sock] - own) / self.socket_gpus[sock]
+        # Every other task on the socket presses on the worker's CPU, memory
+        # bandwidth and input pipeline, the job's own other tasks included.
+        pressure = (tasks_sock[sock] - 1) / self.socket_gpus[sock]
         c = 1.0 + sens[wjob] * pressure
-        comp_i = theta[wjob, 0] * local[wjob] / t.gpu_speed[gflat] * share * c
+        # The fixed per-iteration work theta1 runs on the worker too, so the
+        # socket pressure stretches it as well (Pollux single-server rows).
+        comp_i = (theta[wjob, 0] * local[wjob] / t.gpu_speed[gflat] * share + theta[wjob, 1]) * c
         starts = np.concatenate([[0], np.cumsum(w)[:-1]])
         comp_max = np.maximum.reduceat(comp_i, starts)
-        over = theta[:, 1] + theta[:, 3] * w + theta[:, 4] * ps
+        over = theta[:, 3] * w + theta[:, 4] * ps
+        # Synchronous jobs wait for their slowest worker each step.
+        over = over + np.where(sync, self.straggler * comp_max * (w - 1), 0.0)
 
         # Traffic rows, then the fixed point of link sharing.
         rows = self._traffic_rows(jobs, placements, batch)

@@ -35,9 +35,10 @@ fits test, and the contention gain kappa; the per-model volumes describe the
 measured jobs (other models than the catalogue's), so they are reported,
 not copied into the catalogue.
 
-Not calibrated here: the per-model compute sensitivity to neighbours on the
-same CPU socket (``ModelProfile.compute_sensitivity``); none of the public
-files measures socket-level co-location of distinct GPUs.
+The per-model compute sensitivity to neighbours on the same CPU socket
+(``ModelProfile.compute_sensitivity``) is fitted in ``perf.colocation`` on
+the Pollux single-server rows (workers of one job sharing a socket): none of
+the public files measures two different jobs on one socket.
 
 Regenerate the YAML: ``.venv/bin/python -m hrlsched.perf.interference
 --write ../shared/data``.
