@@ -109,6 +109,20 @@ def test_traffic_is_cached_per_placement(model: AnalyticModel) -> None:
 def test_bad_options_are_named() -> None:
     with pytest.raises(ValueError, match="ref_gbps"):
         AnalyticModel(TOPO, CATALOGUE, ref_gbps=0)
+    with pytest.raises(ValueError, match="intra_server_bytes"):
+        AnalyticModel(TOPO, CATALOGUE, intra_server_bytes="bytes")
+    with pytest.raises(ValueError, match="ring_spread_eff"):
+        AnalyticModel(TOPO, CATALOGUE, ring_spread_eff=0.0)
+
+
+def test_params_bytes_inside_a_server_theta2_bytes_over_the_network() -> None:
+    m = AnalyticModel(TOPO, CATALOGUE, intra_server_bytes="params")
+    prof = CATALOGUE["vgg-16"]
+    S, P = prof.theta[2] * m.ref_bytes_s, prof.params_mb * 1e6
+    j = mk(0, "vgg-16", 1)
+    row = dict(zip(*m.traffic(j, Placement((0,), (4,)), j.batch_size)))  # PS on server 2 (socket 4)
+    assert row[0] == pytest.approx(P)  # GPU 0's PCIe link, push
+    assert row[m.off_nic + 0] == pytest.approx(S)  # server 0's NIC, outgoing
 
 
 def test_contention_gain_scales_the_mutual_slowdown() -> None:

@@ -32,7 +32,7 @@ def _measured_figures() -> Callable[[Path], dict[str, float]] | None:
 def collect(data_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     """(figures, {check: why it was skipped}) for every check whose data is in ``data_dir``."""
     from hrlsched.perf.calibrate import dl2_figures
-    from hrlsched.perf.colocation import APPS, colocation_figures
+    from hrlsched.perf.colocation import colocation_figures
     from hrlsched.perf.heldout import TEST, TRAIN, heldout_figures
     from hrlsched.perf.interference import deepshare_figures, gavel_figures
 
@@ -43,8 +43,7 @@ def collect(data_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
         ("DeepShare network sharing", ["deepshare/shared_thp_ratio.csv"], deepshare_figures),
         ("Gavel consolidated vs spread", ["gavel/simulation_throughputs.json"], gavel_figures),
         ("Pollux held-out all-reduce", pollux, heldout_figures),
-        ("Compute interference of co-located workers", [f"pollux/traces/{m}/placements.csv" for m in APPS],
-         colocation_figures),
+        ("Compute interference of co-located workers", pollux, colocation_figures),
     ]
     figs: dict[str, float] = {}
     skipped: dict[str, str] = {}

@@ -186,8 +186,7 @@ class AnalyticModel(PerformanceModel):
         is_ring = np.array([j.arch == "allreduce" for j in jobs]) & (w > 1)
         S = np.array([pr.theta[2] for pr in profs]) * self.ref_bytes_s
         P = np.array([pr.params_mb for pr in profs]) * 1e6
-        use_p = self.intra_params & (P > 0)
-        grad = np.where(use_p, P, S)  # bytes on a path; network links scale them to S below
+        grad = np.where(self.intra_params & (P > 0), P, S)  # bytes on a path; network links scale them to S below
         local = np.where(sync, batch / w, batch).astype(float)
         inp = local * np.array([pr.input_mb_per_sample for pr in profs]) * 1e6
         # Workers sorted within each job (the ring's order), PS sockets flat.

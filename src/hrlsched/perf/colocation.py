@@ -42,6 +42,13 @@ APPS = ("bert", "cifar10", "deepspeech2", "imagenet", "ncf", "yolov3")
 SOCKET_GPUS = 4  # one socket of 4 T4 GPUs per server on the Pollux testbed
 
 
+def compute_line(local_bsz: np.ndarray, time: np.ndarray) -> tuple[float, float]:
+    """(a, c) of the least-squares line time = a b + c over the local batch b."""
+    A = np.column_stack([np.asarray(local_bsz, dtype=float), np.ones(len(time))])
+    (a, c), *_ = np.linalg.lstsq(A, time, rcond=None)
+    return float(a), float(c)
+
+
 def single_server_rows(path: str | Path) -> dict[str, np.ndarray]:
     """Compute time (step - sync) of the single-server rows of one
     ``placements.csv``, the 1-GPU line (a b + c) at the same local batch, and
@@ -51,8 +58,7 @@ def single_server_rows(path: str | Path) -> dict[str, np.ndarray]:
     g = np.array([int(p) for p in t["placement"][single]], dtype=float)
     b = t["local_bsz"][single].astype(float)
     comp = (t["step_time"] - t["sync_time"])[single]
-    one = g == 1
-    (a, c), *_ = np.linalg.lstsq(np.column_stack([b[one], np.ones(int(one.sum()))]), comp[one], rcond=None)
+    a, c = compute_line(b[g == 1], comp[g == 1])
     return {"g": g, "ab": a * b, "c": np.full(g.size, c), "comp": comp}
 
 

@@ -50,11 +50,8 @@ from scipy.optimize import least_squares
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
 from hrlsched.perf.analytic import AnalyticModel
-
-try:  # the measured backend's reader where it exposes one
-    from hrlsched.perf.measured import read_placements  # type: ignore[attr-defined]
-except ImportError:
-    from hrlsched.perf.goodput import read_placements
+from hrlsched.perf.colocation import compute_line, fit_sensitivity, single_server_rows
+from hrlsched.perf.goodput import read_placements
 from hrlsched.workload.catalogue import CATALOGUE
 from hrlsched.workload.job import Job
 
@@ -62,9 +59,11 @@ TRAIN = ("cifar10", "deepspeech2", "imagenet", "ncf")
 TEST = ("bert", "yolov3")
 
 
-def _topology() -> Topology:
+def _topology(pcie_gbps: float = 128.0) -> Topology:
+    """The Pollux testbed: 16 servers, one socket of 4 T4 GPUs (2 per PCIe switch)."""
     return Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(
-        count=16, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4")]))
+        count=16, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4", nic_gbps=25.0,
+        pcie_gbps=pcie_gbps, switch_uplink_gbps=pcie_gbps)]))
 
 
 def ring_coefficients(pids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -103,9 +102,8 @@ def placement_rows(name: str, pids: np.ndarray, local_bsz: np.ndarray, a: float,
 def _app_rows(trace_dir: Path, name: str) -> dict[str, np.ndarray]:
     t = read_placements(trace_dir / name / "placements.csv")
     one = t["placement"] == "1"
-    A = np.column_stack([t["local_bsz"][one], np.ones(int(one.sum()))])
-    (a, c), *_ = np.linalg.lstsq(A, t["step_time"][one], rcond=None)
-    return {**placement_rows(name, t["placement"], t["local_bsz"], float(a), float(c)), "step": t["step_time"]}
+    a, c = compute_line(t["local_bsz"][one], t["step_time"][one])
+    return {**placement_rows(name, t["placement"], t["local_bsz"], a, c), "step": t["step_time"]}
 
 
 @lru_cache(maxsize=1)
@@ -125,8 +123,6 @@ def _predict(p: np.ndarray, r: dict[str, np.ndarray], s: float) -> np.ndarray:
 def fit_allreduce(data_dir: str | Path) -> dict[str, float]:
     """The analytic model's all-reduce options fitted on the four training
     applications, and the sensitivity s used for unseen applications."""
-    from hrlsched.perf.colocation import fit_sensitivity, single_server_rows
-
     trace_dir = Path(data_dir) / "pollux" / "traces"
     s = float(np.median([fit_sensitivity(single_server_rows(trace_dir / n / "placements.csv")) for n in TRAIN]))
     train = _concat([_app_rows(trace_dir, n) for n in TRAIN])
@@ -149,10 +145,7 @@ def _params(fit: dict[str, float]) -> np.ndarray:
 def heldout_model(fit: dict[str, float], apps: dict[str, tuple[float, float]]) -> AnalyticModel:
     """The analytic model on the Pollux testbed with the fitted options;
     ``apps``: name -> (a, c), the 1-GPU compute line of each application."""
-    spec = ClusterSpec(server_groups=[ServerGroupSpec(
-        count=16, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4", nic_gbps=25.0,
-        pcie_gbps=fit["pcie_gbps"], switch_uplink_gbps=fit["pcie_gbps"])])
-    topo = Topology.from_spec(spec)
+    topo = _topology(fit["pcie_gbps"])
     speed = float(topo.gpu_speed[0])
     cat = {n: replace(CATALOGUE[n], theta=(a * speed, c, CATALOGUE[n].theta[2], 0.0, 0.0), input_mb_per_sample=0.0,
                       compute_sensitivity=fit["compute_sensitivity"]) for n, (a, c) in apps.items()}
