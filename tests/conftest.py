@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from hrlsched.cluster import ClusterSpec, ServerGroupSpec, Topology
+from hrlsched.core import CATALOGUE
 from hrlsched.perf import OptimusModel
-from hrlsched.workload import CATALOGUE
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from hrlsched.cluster import Placement
+from hrlsched.contract import ClusterView, Decision
+from hrlsched.core import Job
 from hrlsched.policies.base import Scheduler
-from hrlsched.sim.view import ClusterView, Decision
-from hrlsched.workload import Job
 
 
 def job(job_id: int, arrival: float = 0.0, model: str = "resnet-50", samples: float = 1e4, gpus: int = 1,
@@ -36,7 +36,7 @@ def make_view(topo, perf, jobs, placements=None, progress=None, attained=None, t
     """A ClusterView of ``jobs`` (all active) at given placements."""
     import numpy as np
 
-    from hrlsched.sim.view import ClusterView
+    from hrlsched.contract import ClusterView
 
     n = len(jobs)
     placements = placements or [None] * n

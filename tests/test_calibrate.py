@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from typer.testing import CliRunner
 
+from hrlsched.calibration.dl2_fit import calibrate_dl2, dl2_figures, predict_speed, read_dl2
 from hrlsched.cli import app
-from hrlsched.perf.calibrate import calibrate_dl2, dl2_figures, predict_speed, read_dl2
 
 THETA = np.array([0.004, 0.3, 0.4, 0.008, 0.002])
 

@@ -116,7 +116,7 @@ def test_gpu_sharing_is_a_decision_and_halves_speed(topo, perf) -> None:
 
 
 def test_batch_size_change_is_a_restart(topo, perf) -> None:
-    from hrlsched.sim.view import Decision
+    from hrlsched.contract import Decision
 
     j = job(0, samples=1e6)
     pl = Placement((0,), (0,))

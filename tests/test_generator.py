@@ -12,9 +12,9 @@ import pytest
 from scipy import stats
 
 from hrlsched.config import resolve_run_config
+from hrlsched.core import CATALOGUE
 from hrlsched.perf import OptimusModel
 from hrlsched.scenario import build_scenario
-from hrlsched.workload import CATALOGUE
 from hrlsched.workload.generator import (
     ITP_PROFILE,
     PHILLY_PROFILE,

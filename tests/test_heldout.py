@@ -3,9 +3,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hrlsched.cluster import Placement
-from hrlsched.perf import colocation
-from hrlsched.perf.heldout import (
+from hrlsched.calibration import colocation
+from hrlsched.calibration.heldout import (
     TEST,
     TRAIN,
     _params,
@@ -15,7 +14,8 @@ from hrlsched.perf.heldout import (
     heldout_model,
     placement_rows,
 )
-from hrlsched.workload import Job
+from hrlsched.cluster import Placement
+from hrlsched.core import Job
 
 TRUE = {"pcie_gbps": 60.0, "straggler": 0.03, "ring_spread_eff": 0.6, "host_staging": 0.12, "compute_sensitivity": 0.1}
 PIDS = ["1", "2", "3", "4", "11", "12", "22", "13", "44", "111", "112", "222", "444", "1111", "1234", "4444"]
@@ -77,7 +77,7 @@ def test_on_public_data_meets_the_target(shared_data: Path) -> None:
 
 
 def test_catalogue_carries_the_fitted_sensitivities(shared_data: Path) -> None:
-    from hrlsched.workload.catalogue import CATALOGUE, MEDIAN_SENSITIVITY
+    from hrlsched.core.catalogue import CATALOGUE, MEDIAN_SENSITIVITY
 
     fitted = colocation.fitted_sensitivities(shared_data)
     assert {a: CATALOGUE[a].compute_sensitivity for a in colocation.APPS} == fitted

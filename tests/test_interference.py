@@ -4,7 +4,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hrlsched.perf.interference import (
+from hrlsched.calibration.interference import (
     fit_sharing,
     fit_sharing_structural,
     gavel_figures,

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
+from hrlsched.core import CATALOGUE, Job
 from hrlsched.perf.goodput import canonical_rotation, load_pollux_application, read_placements
 from hrlsched.perf.measured import MeasuredModel
-from hrlsched.workload import CATALOGUE, Job
 
 
 def make_app(root: Path) -> Path:

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
+from hrlsched.core import CATALOGUE, Job
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.perf.optimus import optimus_speed
-from hrlsched.workload import CATALOGUE, Job
 
 # 4 servers of 8 GPUs: 2 sockets x 2 switches x 2 GPUs; 2 racks.
 SPEC = ClusterSpec(server_groups=[ServerGroupSpec(count=4)], racks=2)

@@ -4,18 +4,18 @@ import numpy as np
 import pytest
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology, uniform_cluster
+from hrlsched.core import CATALOGUE, Job
 from hrlsched.perf import OptimusModel
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.policies import make_scheduler
 from hrlsched.policies.common import capacity, job_demand
 from hrlsched.policies.drf import DRF
 from hrlsched.policies.optimus import Optimus
+from hrlsched.policies.placement.interference_aware import TopologyPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 from hrlsched.policies.tetris import Tetris
 from hrlsched.policies.tiresias import Tiresias, gittins_index
-from hrlsched.policies.topology import TopologyPlacement
 from hrlsched.sim import EngineConfig, Simulator
-from hrlsched.workload import CATALOGUE, Job
 from tests.helpers import job, make_view
 
 

@@ -8,10 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hrlsched.cluster import Placement, Topology
+from hrlsched.core import CATALOGUE, Job
 from hrlsched.perf import OptimusModel
 from hrlsched.policies import make_scheduler
 from hrlsched.sim import EngineConfig, InvalidDecisionError, Simulator
-from hrlsched.workload import CATALOGUE, Job
 from tests.conftest import small_spec
 from tests.helpers import Scripted
 

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from hrlsched.cluster import Topology
+from hrlsched.core import CATALOGUE
 from hrlsched.perf import OptimusModel
-from hrlsched.workload import CATALOGUE
 from hrlsched.workload.loaders import generic, itp, philly, pollux
 from hrlsched.workload.loaders.base import TraceRecord
 from hrlsched.workload.trace import select, to_jobs

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 
 from hrlsched.cluster import Placement, Topology
+from hrlsched.core import CATALOGUE, Job, get_profile
 from hrlsched.perf import OptimusModel
 from hrlsched.policies import make_scheduler
 from hrlsched.sim import EngineConfig, Simulator
 from hrlsched.sim.metrics import finish_time_fairness, job_table, summary
-from hrlsched.workload import CATALOGUE, Job, get_profile
 from tests.helpers import Scripted, job
 
 

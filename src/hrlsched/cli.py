@@ -34,8 +34,8 @@ def simulate(
     plots: Annotated[bool, typer.Option(help="write PNG plots")] = True,
 ) -> None:
     """Simulate one scenario under one policy and write the run directory."""
+    from hrlsched.contract import InvalidDecisionError
     from hrlsched.run import run_to_dir
-    from hrlsched.sim.view import InvalidDecisionError
 
     try:
         cfg = resolve_run_config(scenario, policy, seed, set_ or [])

@@ -20,8 +20,8 @@ def register(app: typer.Typer) -> None:
         json_out: Annotated[bool, typer.Option("--json", help="print one JSON object")] = False,
     ) -> None:
         """Fit the Optimus speed function per model and print the speed MAPE of each."""
+        from hrlsched.calibration.dl2_fit import calibrate_dl2
         from hrlsched.io import write_yaml
-        from hrlsched.perf.calibrate import calibrate_dl2
 
         if format != "dl2":
             Console(stderr=True).print(f"[red]error:[/red] --format {format!r}: expected 'dl2'")

@@ -31,10 +31,10 @@ def _measured_figures() -> Callable[[Path], dict[str, float]] | None:
 
 def collect(data_dir: Path) -> tuple[dict[str, float], dict[str, str]]:
     """(figures, {check: why it was skipped}) for every check whose data is in ``data_dir``."""
-    from hrlsched.perf.calibrate import dl2_figures
-    from hrlsched.perf.colocation import colocation_figures
-    from hrlsched.perf.heldout import TEST, TRAIN, heldout_figures
-    from hrlsched.perf.interference import deepshare_figures, gavel_figures
+    from hrlsched.calibration.colocation import colocation_figures
+    from hrlsched.calibration.dl2_fit import dl2_figures
+    from hrlsched.calibration.heldout import TEST, TRAIN, heldout_figures
+    from hrlsched.calibration.interference import deepshare_figures, gavel_figures
 
     pollux = [f"pollux/traces/{m}/placements.csv" for m in TRAIN + TEST]
     checks: list[tuple[str, list[str], Callable[[Path], dict[str, float]] | None]] = [

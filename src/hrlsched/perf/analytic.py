@@ -12,7 +12,7 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   model's sensitivity and pressure_i the other tasks on worker i's CPU
   socket (the job's own other workers and PSs included) per GPU of that
   socket (cache, memory bandwidth, input pipeline). s_j is fitted on the
-  Pollux single-server measurements (``perf.colocation``).
+  Pollux single-server measurements (``calibration.colocation``).
 - Links l: each GPU's PCIe link to its switch, each switch's uplink to its
   socket, the QPI/UPI link of each server, each server's NIC, each rack's
   uplink, and each server's NVLink fabric where present. C_l: capacity.
@@ -33,7 +33,7 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   of independent bursts, kappa = 1; the fluid limit once the link is
   saturated). ``contention`` kappa defaults to the value fitted on
   DeepShare's measured sharing matrix (``perf/interference.yaml``, written
-  by ``python -m hrlsched.perf.interference --write``: 1.52). u
+  by ``python -m hrlsched.calibration.interference --write``: 1.52). u
   depends on speed, so t and rho are iterated to a fixed point
   (``iterations``, 3).
 - S = theta2 x ``ref_gbps``: the bytes that cost theta2 seconds at the
@@ -41,7 +41,7 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   links all have ``ref_gbps`` and its PSs on other servers, t reduces to the
   Optimus form theta0 M/w + theta1 + theta2 w/p + theta3 w + theta4 p
   (for w >= p; a test checks this).
-- Options fitted on the Pollux testbed (``perf.heldout``; neutral by
+- Options fitted on the Pollux testbed (``calibration.heldout``; neutral by
   default): ``intra_server_bytes="params"`` moves the real gradient size
   (``params_mb``) inside a server and theta2-sized bytes only over NICs and
   rack links; ``ring_spread_eff`` scales a ring's network time when it spans
@@ -73,14 +73,30 @@ intensity; the CPU home of a job's input pipeline is inferred, not placed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
+from hrlsched.core.catalogue import ModelProfile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel, gpu_share_counts
-from hrlsched.workload.catalogue import ModelProfile
-from hrlsched.workload.job import Job
+
+# Fitted by ``python -m hrlsched.calibration.interference --write DATA``.
+PARAMS_FILE = Path(__file__).with_name("interference.yaml")
+
+
+def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
+    """The fitted interference parameters (``contention``) the analytic model uses."""
+    import yaml
+
+    path = Path(path)
+    data = yaml.safe_load(path.read_text()) or {}
+    k = data.get("contention")
+    if not isinstance(k, (int, float)) or k < 0:
+        raise ValueError(f"{path}: field 'contention': expected a number >= 0, got {k!r}")
+    return {"contention": float(k)}
 
 GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 
@@ -110,8 +126,6 @@ class AnalyticModel(PerformanceModel):
         self.iterations = int(iterations)
         self.interference_scale = float(interference_scale)
         if contention is None:  # fitted on DeepShare's sharing matrix (perf/interference.yaml)
-            from hrlsched.perf.interference import load_params
-
             contention = load_params()["contention"]
         if contention < 0:
             raise ValueError(f"perf.options.contention: expected >= 0, got {contention}")

@@ -9,10 +9,10 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
-from hrlsched.workload.catalogue import ModelProfile, get_profile
-from hrlsched.workload.job import Job
+from hrlsched.core.catalogue import ModelProfile, get_profile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 
 
 class PerformanceModel(ABC):

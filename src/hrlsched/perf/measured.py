@@ -18,12 +18,12 @@ from pathlib import Path
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
+from hrlsched.core.catalogue import ModelProfile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.perf.goodput import PolluxApplication, load_pollux_applications
-from hrlsched.workload.catalogue import ModelProfile
-from hrlsched.workload.job import Job
 
 
 class MeasuredModel(PerformanceModel):

@@ -24,9 +24,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel, gpu_share_counts, per_job_max, per_job_min
-from hrlsched.workload.job import Job
 
 
 def optimus_iteration_time(

@@ -8,8 +8,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from hrlsched.cluster.topology import Topology
+from hrlsched.core.catalogue import ModelProfile
 from hrlsched.perf.base import PerformanceModel
-from hrlsched.workload.catalogue import ModelProfile
 
 PerfFactory = Callable[..., PerformanceModel]
 # name -> "module:class"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
-from hrlsched.sim.view import ClusterView, Decision
+from hrlsched.contract import ClusterView, Decision
+from hrlsched.core.placement import Placement
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation
-from hrlsched.sim.view import ClusterView
 
 
 def requested(job) -> Allocation:

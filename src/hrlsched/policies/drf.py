@@ -13,9 +13,9 @@ import heapq
 
 import numpy as np
 
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity, job_demand
-from hrlsched.sim.view import ClusterView
 
 
 class DRF(AllocationPolicy):

@@ -18,9 +18,9 @@ from __future__ import annotations
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import greedy_by_order
-from hrlsched.sim.view import ClusterView
 
 EPOCH_SAMPLES: dict[str, float] = {
     "resnet-50": 1.28e6, "vgg-16": 1.28e6, "inception-bn": 1.28e6, "imagenet": 1.28e6,

@@ -8,8 +8,8 @@ every DL-scheduling paper (e.g. Tiresias, NSDI'19; DL2, 2019).
 
 from __future__ import annotations
 
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation, AllocationPolicy
-from hrlsched.sim.view import ClusterView
 
 
 class FIFO(AllocationPolicy):

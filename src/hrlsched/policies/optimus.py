@@ -27,15 +27,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity, job_demand
-from hrlsched.policies.occupancy import Occupancy
-from hrlsched.policies.placement import IncrementalPlacement
-from hrlsched.sim.view import ClusterView
+from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.occupancy import Occupancy
 from hrlsched.workload.convergence import fit_curve, observed_loss, steps_to_converge
-from hrlsched.workload.job import Job
 
 
 class Optimus(AllocationPolicy):

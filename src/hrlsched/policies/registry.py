@@ -48,9 +48,9 @@ def all_policies() -> list[PolicyInfo]:
 
 
 def _register_builtins() -> None:
-    from hrlsched.policies.balance import BalancePlacement
     from hrlsched.policies.fifo import FIFO
-    from hrlsched.policies.pack import PackPlacement
+    from hrlsched.policies.placement.balance import BalancePlacement
+    from hrlsched.policies.placement.pack import PackPlacement
     from hrlsched.policies.tiresias import Tiresias, TiresiasPlacement
 
     register("allocation", "fifo", FIFO, "first-in first-out at the requested GPUs, no preemption", "classic baseline")
@@ -64,10 +64,10 @@ def _register_builtins() -> None:
     from hrlsched.policies.drf import DRF
     from hrlsched.policies.elas import ELAS
     from hrlsched.policies.optimus import Optimus, OptimusPlacement
-    from hrlsched.policies.random_placement import RandomPlacement
+    from hrlsched.policies.placement.interference_aware import TopologyPlacement
+    from hrlsched.policies.placement.random import RandomPlacement
     from hrlsched.policies.srtf import SRTF
     from hrlsched.policies.tetris import Tetris
-    from hrlsched.policies.topology import TopologyPlacement
 
     register("allocation", "srtf", SRTF, "shortest remaining time first (true remaining time), preemptive", "classic baseline")
     register("allocation", "srtf-est", lambda: SRTF(estimate=True),

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import greedy_by_order, isolated_speeds
-from hrlsched.sim.view import ClusterView
 
 
 class SRTF(AllocationPolicy):

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from hrlsched.contract import ClusterView
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity, isolated_speeds, job_demand, requested
-from hrlsched.sim.view import ClusterView
 
 
 class Tetris(AllocationPolicy):

@@ -32,15 +32,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
-from hrlsched.policies.balance import BalancePlacement
+from hrlsched.contract import ClusterView
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, AllocationPolicy
-from hrlsched.policies.occupancy import Occupancy
-from hrlsched.policies.pack import PackPlacement
-from hrlsched.policies.placement import IncrementalPlacement
-from hrlsched.sim.view import ClusterView
-from hrlsched.workload.job import Job
+from hrlsched.policies.placement.balance import BalancePlacement
+from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.occupancy import Occupancy
+from hrlsched.policies.placement.pack import PackPlacement
 
 
 def gittins_index(samples: np.ndarray, attained: np.ndarray, quantum: np.ndarray) -> np.ndarray:

@@ -1,6 +1,7 @@
-"""The simulator: engine, view/decision contract, metrics and recorder."""
+"""The simulator: engine, metrics and recorder. The scheduler contract is in
+``hrlsched.contract``."""
 
+from hrlsched.contract import ClusterView, Decision, InvalidDecisionError
 from hrlsched.sim.engine import EngineConfig, SimResult, Simulator
-from hrlsched.sim.view import ClusterView, Decision, InvalidDecisionError
 
 __all__ = ["ClusterView", "Decision", "EngineConfig", "InvalidDecisionError", "SimResult", "Simulator"]

@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView, Decision, InvalidDecisionError
+from hrlsched.core.catalogue import ModelProfile, get_profile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
-from hrlsched.sim.view import ClusterView, Decision, InvalidDecisionError
-from hrlsched.workload.catalogue import ModelProfile, get_profile
-from hrlsched.workload.job import Job
 
 EPS = 1e-9
 

@@ -1,6 +1,2 @@
-"""Jobs, the model catalogue, trace loaders and workload generators."""
-
-from hrlsched.workload.catalogue import CATALOGUE, ModelProfile, get_profile
-from hrlsched.workload.job import Job
-
-__all__ = ["CATALOGUE", "Job", "ModelProfile", "get_profile"]
+"""Trace loaders and workload generators (jobs and the catalogue are in
+``hrlsched.core``)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.workload.job import Job
+from hrlsched.core.job import Job
 
 DELTA = 0.02
 NOISE = 0.02

@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from hrlsched.config import SyntheticWorkload
+from hrlsched.core.catalogue import DL2_MODELS
+from hrlsched.core.job import Job
 from hrlsched.perf.base import PerformanceModel
-from hrlsched.workload.catalogue import DL2_MODELS
-from hrlsched.workload.job import Job
 
 
 def work_for_duration(perf: PerformanceModel, job: Job, duration_s: float) -> float:

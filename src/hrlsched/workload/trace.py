@@ -39,10 +39,10 @@ from typing import Any
 
 import numpy as np
 
+from hrlsched.core.catalogue import DL2_MODELS, POLLUX_CATALOGUE
+from hrlsched.core.job import Job
 from hrlsched.perf.base import PerformanceModel
-from hrlsched.workload.catalogue import DL2_MODELS, POLLUX_CATALOGUE
 from hrlsched.workload.data import WHERE, DataMissingError, data_dir, needs_data, resolve_path  # noqa: F401 - re-exported
-from hrlsched.workload.job import Job
 from hrlsched.workload.loaders import LOADERS, load_trace  # noqa: F401 - re-exported
 from hrlsched.workload.loaders.base import TraceRecord
 

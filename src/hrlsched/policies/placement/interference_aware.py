@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
-from hrlsched.policies.balance import BalancePlacement
+from hrlsched.contract import ClusterView
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation
-from hrlsched.policies.occupancy import Occupancy
-from hrlsched.policies.pack import PackPlacement
-from hrlsched.policies.placement import IncrementalPlacement, gpus_in_server
-from hrlsched.sim.view import ClusterView
-from hrlsched.workload.job import Job
+from hrlsched.policies.placement.balance import BalancePlacement
+from hrlsched.policies.placement.frame import IncrementalPlacement, gpus_in_server
+from hrlsched.policies.placement.occupancy import Occupancy
+from hrlsched.policies.placement.pack import PackPlacement
 
 
 class TopologyPlacement(IncrementalPlacement):

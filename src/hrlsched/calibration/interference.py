@@ -36,11 +36,11 @@ measured jobs (other models than the catalogue's), so they are reported,
 not copied into the catalogue.
 
 The per-model compute sensitivity to neighbours on the same CPU socket
-(``ModelProfile.compute_sensitivity``) is fitted in ``perf.colocation`` on
+(``ModelProfile.compute_sensitivity``) is fitted in ``calibration.colocation`` on
 the Pollux single-server rows (workers of one job sharing a socket): none of
 the public files measures two different jobs on one socket.
 
-Regenerate the YAML: ``.venv/bin/python -m hrlsched.perf.interference
+Regenerate the YAML: ``.venv/bin/python -m hrlsched.calibration.interference
 --write ../shared/data``.
 """
 
@@ -56,17 +56,7 @@ import numpy as np
 import yaml
 from scipy.optimize import least_squares
 
-PARAMS_FILE = Path(__file__).with_name("interference.yaml")
-
-
-def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
-    """The fitted interference parameters (``contention``) the analytic model uses."""
-    path = Path(path)
-    data = yaml.safe_load(path.read_text()) or {}
-    k = data.get("contention")
-    if not isinstance(k, (int, float)) or k < 0:
-        raise ValueError(f"{path}: field 'contention': expected a number >= 0, got {k!r}")
-    return {"contention": float(k)}
+from hrlsched.perf.analytic import PARAMS_FILE, load_params  # noqa: F401 - re-exported
 
 
 def read_deepshare(path: str | Path) -> tuple[list[str], np.ndarray]:
@@ -228,7 +218,7 @@ def write_params(data_dir: str | Path, path: str | Path = PARAMS_FILE) -> dict[s
     doc = {
         "contention": figs["deepshare_fit_contention"],
         "source": "deepshare/shared_thp_ratio.csv (gajagajago/deepshare @ a704439), structural sharing fit",
-        "command": ".venv/bin/python -m hrlsched.perf.interference --write ../shared/data",
+        "command": ".venv/bin/python -m hrlsched.calibration.interference --write ../shared/data",
         "median_abs_err_of_ratio": figs["deepshare_sharing_median_abs_err"],
         "pairs": int(figs["deepshare_pairs"]),
     }
@@ -241,5 +231,5 @@ if __name__ == "__main__":
 
     args = sys.argv[1:]
     if not args or args[0] != "--write" or len(args) != 2:
-        raise SystemExit("usage: python -m hrlsched.perf.interference --write DATA_DIR")
+        raise SystemExit("usage: python -m hrlsched.calibration.interference --write DATA_DIR")
     print(json.dumps(write_params(args[1]), indent=1))

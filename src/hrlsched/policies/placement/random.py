@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
-from hrlsched.policies.occupancy import Occupancy
-from hrlsched.policies.placement import IncrementalPlacement
-from hrlsched.sim.view import ClusterView
-from hrlsched.workload.job import Job
+from hrlsched.contract import ClusterView
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
+from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.occupancy import Occupancy
 
 
 class RandomPlacement(IncrementalPlacement):

@@ -40,7 +40,7 @@ class ModelProfile:
     restart_s: float = 30.0  # checkpoint-restart delay when the job is moved or resized
     input_mb_per_sample: float = 0.1  # host-to-GPU input traffic per sample
     # Slowdown per unit of socket pressure (CPU, memory bandwidth, input
-    # pipeline): fitted on the Pollux single-server rows (``perf.colocation``).
+    # pipeline): fitted on the Pollux single-server rows (``calibration.colocation``).
     compute_sensitivity: float = 0.0815
     source: str = ""
 
@@ -50,7 +50,7 @@ class ModelProfile:
         return self.theta[0]
 
 
-# Compute-interference sensitivity (``perf.colocation``, ``hrlsched
+# Compute-interference sensitivity (``calibration.colocation``, ``hrlsched
 # validate-perf``): fitted per application on the Pollux single-server rows
 # (bert 0, cifar10 0.074, deepspeech2 0.024, imagenet 0.089, ncf 0.13,
 # yolov3 0.242); resnet-50 takes imagenet's (the same network), the other DL2

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
-from hrlsched.sim.view import ClusterView
-from hrlsched.workload.catalogue import ModelProfile
-from hrlsched.workload.job import Job
+from hrlsched.contract import ClusterView
+from hrlsched.core.catalogue import ModelProfile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 
 
 class Occupancy:

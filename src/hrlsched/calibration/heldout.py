@@ -19,7 +19,7 @@ server:
 pcie_l, nic_l: the most ring bytes per gradient byte on one PCIe link and on
 one NIC (``AnalyticModel.traffic``; nic_l = 1 at the profiled 2 x 1
 placement); s: compute sensitivity to the other workers on the socket
-(``perf.colocation``); kappa: straggler wait per extra worker
+(``calibration.colocation``); kappa: straggler wait per extra worker
 (``straggler``); eta: per-byte NIC time of a ring over three or more servers
 relative to two (``ring_spread_eff``); beta: extra NIC time per extra worker
 on the busiest server (``host_staging``: no GPUDirect on this testbed, so
@@ -48,12 +48,12 @@ from pathlib import Path
 import numpy as np
 from scipy.optimize import least_squares
 
+from hrlsched.calibration.colocation import compute_line, fit_sensitivity, single_server_rows
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
+from hrlsched.core.catalogue import CATALOGUE
+from hrlsched.core.job import Job
 from hrlsched.perf.analytic import AnalyticModel
-from hrlsched.perf.colocation import compute_line, fit_sensitivity, single_server_rows
 from hrlsched.perf.goodput import read_placements
-from hrlsched.workload.catalogue import CATALOGUE
-from hrlsched.workload.job import Job
 
 TRAIN = ("cifar10", "deepspeech2", "imagenet", "ncf")
 TEST = ("bert", "yolov3")

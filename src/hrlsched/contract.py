@@ -7,11 +7,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
 from hrlsched.cluster.topology import Topology
+from hrlsched.core.catalogue import ModelProfile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
-from hrlsched.workload.catalogue import ModelProfile
-from hrlsched.workload.job import Job
 
 
 @dataclass(frozen=True, eq=False)

@@ -7,11 +7,11 @@ from abc import abstractmethod
 
 import numpy as np
 
-from hrlsched.cluster.placement import Placement
+from hrlsched.contract import ClusterView
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, PlacementPolicy
-from hrlsched.policies.occupancy import Occupancy
-from hrlsched.sim.view import ClusterView
-from hrlsched.workload.job import Job
+from hrlsched.policies.placement.occupancy import Occupancy
 
 
 class IncrementalPlacement(PlacementPolicy):
