@@ -18,6 +18,11 @@ class Job:
     and each worker's mini-batch of an asynchronous one.
     ``requested_gpus``/``requested_ps`` are the user's request, used by
     policies that honour one (FIFO, Tiresias); elastic policies may ignore it.
+
+    ``arch_open``/``mode_open``: the job leaves its architecture / its
+    synchronisation mode to the scheduler (``arch: any``, ``mode: any`` in a
+    job spec). ``arch``/``mode`` then hold the workload's default, which a
+    policy that does not choose keeps; a ``Decision`` may set another.
     """
 
     job_id: int
@@ -29,6 +34,8 @@ class Job:
     requested_ps: int = 1
     arch: Arch = "ps"
     mode: Mode = "sync"
+    arch_open: bool = False
+    mode_open: bool = False
     user: str = "default"
     name: str = ""
     # Duration in the trace this job came from (seconds), when known.
