@@ -30,6 +30,21 @@ class SimSettings(Strict):
     max_time_s: float = Field(90 * 86400.0, gt=0, description="stop the simulation at this time")
     restart_s: float | None = Field(None, ge=0, description="checkpoint-restart delay; null: per model")
     restart_on_first_start: bool = True
+    decision_points: Literal["round", "events", "every"] | None = Field(
+        None, description="when the scheduler is asked: every round, at arrivals/completions, or every "
+        "decision_every rounds; null: the scheduler's own (events for event-driven policies, else round)"
+    )
+    decision_every: int = Field(1, ge=1, description="rounds between decision points for decision_points: every")
+
+
+class PredictorSettings(Strict):
+    """What policies may know: the model behind ``ClusterView.perf`` and the
+    error of their predictions (``sim.predictor``); oracle policies see the truth."""
+
+    backend: str | None = Field(None, description="perf backend of the predictor; null: the simulator's own model")
+    options: dict[str, Any] = Field(default_factory=dict, description="options of that backend")
+    noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted speeds")
+    work_noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted total work")
 
 
 class PerfSettings(Strict):
@@ -164,6 +179,7 @@ class ScenarioConfig(Strict):
     workload: WorkloadConfig
     sim: SimSettings = Field(default_factory=SimSettings)
     perf: PerfSettings = Field(default_factory=PerfSettings)
+    predictor: PredictorSettings = Field(default_factory=PredictorSettings)
 
 
 class RunConfig(Strict):

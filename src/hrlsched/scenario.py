@@ -50,6 +50,7 @@ class BuiltScenario:
     perf: PerformanceModel
     jobs: list[Job]
     engine: EngineConfig
+    predictor: PerformanceModel | None = None  # None: policies predict with ``perf``
 
 
 def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
@@ -65,5 +66,13 @@ def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
         max_time_s=cfg.sim.max_time_s,
         restart_s=cfg.sim.restart_s,
         restart_on_first_start=cfg.sim.restart_on_first_start,
+        decision_points=cfg.sim.decision_points,
+        decision_every=cfg.sim.decision_every,
+        predictor_noise=cfg.predictor.noise,
+        work_noise=cfg.predictor.work_noise,
     )
-    return BuiltScenario(cfg, topo, perf, jobs, eng)
+    pred = cfg.predictor
+    predictor = (
+        make_perf_model(pred.backend, topo, CATALOGUE, **_resolve_options(pred.options)) if pred.backend else None
+    )
+    return BuiltScenario(cfg, topo, perf, jobs, eng, predictor)
