@@ -273,6 +273,10 @@ def test_scheduler_decision_points_come_from_the_scheduler_unless_configured(top
     assert Simulator(topo, jobs, perf, fifo, cfg).cfg.decision_points == "every"
     with pytest.raises(ValueError, match="decision_points"):
         EngineConfig(decision_points="sometimes")  # type: ignore[arg-type]
+    periodic = _AllReduce()
+    periodic.decision_points, periodic.decision_every = "every", 2
+    sim = Simulator(topo, jobs, perf, ComposedScheduler(periodic, PackPlacement()), ENG)
+    assert (sim.cfg.decision_points, sim.cfg.decision_every) == ("every", 2)
 
 
 def test_reset_gives_identical_episodes(topo, perf) -> None:

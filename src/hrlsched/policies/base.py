@@ -17,7 +17,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
-from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, Scheduler, effective_job
+from hrlsched.contract import (
+    ARCHS,
+    MODES,
+    ClusterView,
+    Decision,
+    DecisionPoints,
+    Scheduler,
+    effective_job,
+)
 from hrlsched.core.placement import Placement
 
 __all__ = ["Allocation", "AllocationPolicy", "ComposedScheduler", "PlacementPolicy", "Scheduler"]
@@ -38,6 +46,8 @@ class Allocation:
 class AllocationPolicy(ABC):
     name: str = "allocation"
     event_driven: bool = False
+    decision_points: DecisionPoints | None = None  # see contract.Scheduler
+    decision_every: int = 1
     # Reads the true remaining work and the true performance model (see contract.Scheduler).
     oracle: bool = False
     max_tasks_per_gpu: int = 1
@@ -71,6 +81,7 @@ class ComposedScheduler(Scheduler):
         self.placement = placement
         self.name = f"{allocation.name}+{placement.name}"
         self.event_driven = allocation.event_driven
+        self.decision_points, self.decision_every = allocation.decision_points, allocation.decision_every
         self.oracle = allocation.oracle or placement.oracle
         # Either part may time-share GPUs; the decision may then put that many workers on one.
         self.max_tasks_per_gpu = max(allocation.max_tasks_per_gpu, placement.max_tasks_per_gpu)
