@@ -12,6 +12,7 @@ else raises ``InvalidDecisionError`` naming the job(s) and the reason.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -22,11 +23,14 @@ from hrlsched.core.placement import Placement
 from hrlsched.sim.state import SimState
 
 
+@dataclass(frozen=True, eq=False)
 class Resources:
-    """Per-job CPU cores and memory of a worker and of a PS."""
+    """Per-job CPU cores and memory of a worker and of a PS (engine job order)."""
 
-    def __init__(self, w_cores: np.ndarray, w_mem: np.ndarray, p_cores: np.ndarray, p_mem: np.ndarray) -> None:
-        self.w_cores, self.w_mem, self.p_cores, self.p_mem = w_cores, w_mem, p_cores, p_mem
+    w_cores: np.ndarray
+    w_mem: np.ndarray
+    p_cores: np.ndarray
+    p_mem: np.ndarray
 
 
 def loads(
