@@ -452,3 +452,16 @@ def test_scenario_settings_reach_the_engine_and_the_predictor() -> None:
         resolve_run_config("default", overrides=["sim.decision_points=sometimes"])
     with pytest.raises(ConfigError, match="predictor.noise"):
         resolve_run_config("default", overrides=["predictor.noise=-1"])
+
+
+def test_episode_stops_at_max_time_and_refuses_more_steps(topo, perf) -> None:
+    cfg = dataclasses.replace(ENG, max_time_s=600.0, decision_points="round")
+    sim = Simulation(topo, [job(0, samples=1e9)], perf, cfg)
+    view, n = sim.reset(), 0
+    while view is not None:
+        out = sim.step(Decision({0: Placement((0,), (0,))}))
+        view, n = out.view, n + 1
+    assert out.done and sim.done and out.time_s == 600.0 and n == 10
+    assert np.isnan(sim.result().finish_s[0])
+    with pytest.raises(RuntimeError, match="episode is over"):
+        sim.step(Decision())
