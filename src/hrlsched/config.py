@@ -185,7 +185,7 @@ class ScenarioConfig(Strict):
 class RunConfig(Strict):
     scenario: ScenarioConfig
     policy: str = "fifo"
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="a seed is an integer >= 0")
 
 
 def _format_error(e: ValidationError, source: str) -> str:
@@ -210,10 +210,14 @@ def builtin_scenarios() -> dict[str, Path]:
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory; expected a scenario YAML file or a run's config.yaml")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a text (UTF-8) file (byte {e.start}); expected a scenario YAML") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
@@ -274,6 +278,8 @@ def resolve_run_config(
     if policy is not None:
         data["policy"] = policy
     if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"--seed {seed}: a seed is an integer >= 0")
         data["seed"] = seed
     apply_overrides(data, overrides or [])
     return parse_run_config(data, source)

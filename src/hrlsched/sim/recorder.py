@@ -47,6 +47,8 @@ def write_run(
     summ = summary(res, policy, scenario)
     write_json(out / "summary.json", summ)
     if plots_on:
-        plots.plot_jct_cdf({policy: jt["jct_s"]}, out / "jct_cdf.png", title=f"{scenario}: JCT CDF")
-        plots.plot_timeline({policy: res.rounds}, res.n_gpus, out / "timeline.png")
+        plots.plot_jct_cdf({policy: jt["jct_s"]}, out / "jct_cdf.png",
+                           title=f"{scenario} / {policy}: job completion times (CDF)")
+        plots.plot_timeline({policy: res.rounds}, res.n_gpus, out / "timeline.png",
+                            title=f"{scenario} / {policy}: GPU utilisation and queue over time")
     return summ

@@ -5,6 +5,8 @@ GPUs and placed well, it runs for its drawn duration."""
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from hrlsched.config import SyntheticWorkload
@@ -26,7 +28,15 @@ def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.r
     n = cfg.jobs
     max_gpus = perf.topology.n_gpus
     arrivals = np.sort(rng.uniform(0.0, cfg.duration_h * 3600.0, size=n))  # Poisson given n
-    gpus = np.minimum(rng.choice(np.asarray(cfg.gpu_counts), size=n, p=np.asarray(cfg.gpu_probs)), max_gpus)
+    drawn = rng.choice(np.asarray(cfg.gpu_counts), size=n, p=np.asarray(cfg.gpu_probs))
+    over = int(np.count_nonzero(drawn > max_gpus))
+    if over:  # capped, not refused: a scenario stays usable on a smaller cluster; said once
+        warnings.warn(
+            f"workload.gpu_counts: {over} of {n} jobs asked for more than the cluster's {max_gpus} GPUs "
+            f"(up to {int(drawn.max())}); capped at {max_gpus}",
+            stacklevel=2,
+        )
+    gpus = np.minimum(drawn, max_gpus)
     dur = np.clip(
         cfg.duration_median_s * np.exp(cfg.duration_sigma * rng.standard_normal(n)),
         cfg.duration_min_s,
