@@ -246,7 +246,10 @@ class PolluxApplication:
 
     def gain(self, batch_size: float, progress: float) -> float:
         """Steps at the initial batch that one step at ``batch_size`` is worth."""
-        sqr, var = self.grad_stats(batch_size, self.epoch_of(progress))
+        return self.gain_at_epoch(batch_size, self.epoch_of(progress))
+
+    def gain_at_epoch(self, batch_size: float, epoch: int) -> float:
+        sqr, var = self.grad_stats(batch_size, epoch)
         scale = batch_size / self.init_batch_size
         return (var + sqr) / (var / scale + sqr)
 

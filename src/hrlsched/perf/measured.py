@@ -34,6 +34,7 @@ class MeasuredModel(PerformanceModel):
         super().__init__(topology, catalogue)
         self.apps = load_pollux_applications(Path(traces_dir) if traces_dir else None)
         self._counts: dict[tuple[int, ...], tuple[int, ...]] = {}  # GPUs -> GPUs per server used
+        self._efficiency: dict[tuple, float] = {}
 
     def app(self, job: Job) -> PolluxApplication:
         try:
@@ -73,12 +74,18 @@ class MeasuredModel(PerformanceModel):
         progress: np.ndarray,
     ) -> np.ndarray:
         out = np.empty(len(jobs))
+        memo = self._efficiency
         for k, (j, pl, b, p) in enumerate(zip(jobs, placements, np.asarray(batch_sizes).tolist(),
                                               np.asarray(progress, dtype=float).tolist())):
             app = self.app(j)
-            _, _, actual = app.batch_config(len(pl.gpus), int(b))
-            # gain steps at the initial batch per step of `actual` samples.
-            out[k] = app.gain(actual, p / app.init_batch_size) * app.init_batch_size / actual
+            # Efficiency moves only at epoch boundaries: one value per (app, workers, batch, epoch).
+            key = (app, len(pl.gpus), b, app.epoch_of(p / app.init_batch_size))
+            v = memo.get(key)
+            if v is None:
+                _, _, actual = app.batch_config(key[1], int(b))
+                # gain steps at the initial batch per step of `actual` samples.
+                v = memo[key] = app.gain_at_epoch(actual, key[3]) * app.init_batch_size / actual
+            out[k] = v
         return out
 
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
