@@ -88,11 +88,11 @@ def run_ours(policy: str, workload: int, repeats: int) -> dict[str, float]:
 
 def pollux_python(sim_dir: Path, given: Path | None) -> Path:
     if given:
-        return given
+        return Path(given).absolute()  # not resolve(): a venv's python is a link that must stay one
     for venv in (".venv", "venv"):
         p = sim_dir.parent / venv / "bin" / "python"
         if p.exists():
-            return p
+            return p.absolute()
     raise FileNotFoundError(f"no interpreter for the Pollux simulator: give --pollux-python "
                             f"(looked in {sim_dir.parent}/.venv and venv)")
 
@@ -125,7 +125,7 @@ def main() -> None:
     print(f"whole processes, median of {a.repeats} (ours) and {a.pollux_repeats} (Pollux) runs:")
     print(f"hrlsched  {name}: avg JCT {ours['jct']:8.1f} s, wall {ours['wall']:6.2f} s, CPU {ours['cpu']:6.2f} s "
           f"(first run, filling the trace cache: wall {ours['cold_wall']:.2f} s)")
-    sim_dir = Path(a.pollux_dir) if a.pollux_dir else None
+    sim_dir = Path(a.pollux_dir).resolve() if a.pollux_dir else None
     if sim_dir is not None and (sim_dir / "simulator.py").exists():
         theirs = run_pollux(sim_dir, pollux_python(sim_dir, a.pollux_python), a.policy, a.workload, a.pollux_repeats)
         print(f"Pollux    {name}: avg JCT {theirs['jct']:8.1f} s, wall {theirs['wall']:6.2f} s, "

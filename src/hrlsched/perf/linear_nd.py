@@ -26,12 +26,36 @@ outside the hull is NaN.
 
 from __future__ import annotations
 
+import os
+import sys
 from dataclasses import dataclass
 
 import numpy as np
 
 _EPS = 100 * float(np.finfo(float).eps)
 _EPS_BROAD = float(np.sqrt(np.finfo(float).eps))
+
+
+def _delaunay() -> type:
+    """scipy's Delaunay, its LAPACK loaded single-threaded where this loads it first.
+
+    The barycentric transforms are thousands of 3x3 LAPACK calls; with scipy's OpenBLAS
+    starting a thread per core, they stalled for 10 to 90 s on a busy 2-core machine (0.01 s
+    with one thread). OpenBLAS reads OPENBLAS_NUM_THREADS when it loads, so the variable is
+    set only around the import (a value the user set is kept) and restored after it.
+    """
+    if "scipy.linalg" in sys.modules:
+        from scipy.spatial import Delaunay
+
+        return Delaunay
+    saved = os.environ.get("OPENBLAS_NUM_THREADS")
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    try:
+        from scipy.spatial import Delaunay
+    finally:
+        if saved is None:
+            os.environ.pop("OPENBLAS_NUM_THREADS", None)
+    return Delaunay
 
 
 @dataclass(frozen=True)
@@ -49,9 +73,7 @@ class Triangulation:
     @classmethod
     def of(cls, points: np.ndarray) -> Triangulation:
         """Triangulate with scipy (qhull, the options ``LinearNDInterpolator`` uses): the slow step."""
-        from scipy.spatial import Delaunay
-
-        tri = Delaunay(points)
+        tri = _delaunay()(points)
         return cls(np.asarray(tri.simplices, dtype=np.int64), np.asarray(tri.neighbors, dtype=np.int64),
                    np.asarray(tri.transform, dtype=float), np.asarray(tri.equations, dtype=float),
                    np.array([tri.paraboloid_scale, tri.paraboloid_shift], dtype=float))
