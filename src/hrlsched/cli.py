@@ -6,14 +6,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hrlsched.config import ConfigError, builtin_scenarios, load_yaml, resolve_run_config
+from hrlsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hrlsched.config import RunConfig
+
+
+# hrlsched.config (pydantic models, and numpy through the cluster spec) is imported on first
+# use, so that `--help` and the commands that read no config do not pay for it.
+def resolve_run_config(*args: Any, **kwargs: Any) -> RunConfig:
+    from hrlsched.config import resolve_run_config as resolve
+
+    return resolve(*args, **kwargs)
+
+
+def builtin_scenarios() -> dict[str, Path]:
+    from hrlsched.config import builtin_scenarios as scenarios
+
+    return scenarios()
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    from hrlsched.config import load_yaml as load
+
+    return load(path)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Hierarchical-RL cluster scheduling: simulate, compare, calibrate.")
 console = Console(stderr=True)

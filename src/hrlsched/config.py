@@ -15,10 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hrlsched.cluster.spec import ClusterSpec
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field."""
+from hrlsched.errors import ConfigError as ConfigError  # apart, so that the CLI names it alone
 
 
 class Strict(BaseModel):

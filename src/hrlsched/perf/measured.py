@@ -33,6 +33,8 @@ class MeasuredModel(PerformanceModel):
     def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile], traces_dir: str | None = None) -> None:
         super().__init__(topology, catalogue)
         self.apps = load_pollux_applications(Path(traces_dir) if traces_dir else None)
+        self._counts: dict[tuple[int, ...], tuple[int, ...]] = {}  # GPUs -> GPUs per server used
+        self._efficiency: dict[tuple, float] = {}
 
     def app(self, job: Job) -> PolluxApplication:
         try:
@@ -44,9 +46,12 @@ class MeasuredModel(PerformanceModel):
             ) from None
 
     def node_counts(self, pl: Placement) -> tuple[int, ...]:
-        srv = self.topology.gpu_server[np.asarray(pl.gpus, dtype=np.int64)]
-        counts = np.bincount(srv)
-        return tuple(int(c) for c in counts[counts > 0])
+        counts = self._counts.get(pl.gpus)
+        if counts is None:
+            srv = self.topology.gpu_server[np.asarray(pl.gpus, dtype=np.int64)]
+            c = np.bincount(srv)
+            counts = self._counts[pl.gpus] = tuple(c[c > 0].tolist())
+        return counts
 
     def speeds(
         self,
@@ -54,10 +59,10 @@ class MeasuredModel(PerformanceModel):
         placements: Sequence[Placement],
         batch_sizes: np.ndarray | None = None,
     ) -> np.ndarray:
-        batch = [j.batch_size for j in jobs] if batch_sizes is None else [int(b) for b in batch_sizes]
+        batch = [j.batch_size for j in jobs] if batch_sizes is None else np.asarray(batch_sizes).tolist()
         out = np.empty(len(jobs))
         for k, (j, pl, b) in enumerate(zip(jobs, placements, batch)):
-            step, actual = self.app(j).step_time(self.node_counts(pl), b)
+            step, actual = self.app(j).step_time(self.node_counts(pl), int(b))
             out[k] = actual / step
         return out
 
@@ -69,11 +74,18 @@ class MeasuredModel(PerformanceModel):
         progress: np.ndarray,
     ) -> np.ndarray:
         out = np.empty(len(jobs))
-        for k, (j, pl, b, p) in enumerate(zip(jobs, placements, batch_sizes, progress)):
+        memo = self._efficiency
+        for k, (j, pl, b, p) in enumerate(zip(jobs, placements, np.asarray(batch_sizes).tolist(),
+                                              np.asarray(progress, dtype=float).tolist())):
             app = self.app(j)
-            _, _, actual = app.batch_config(pl.n_workers, int(b))
-            # gain steps at the initial batch per step of `actual` samples.
-            out[k] = app.gain(actual, p / app.init_batch_size) * app.init_batch_size / actual
+            # Efficiency moves only at epoch boundaries: one value per (app, workers, batch, epoch).
+            key = (app, len(pl.gpus), b, app.epoch_of(p / app.init_batch_size))
+            v = memo.get(key)
+            if v is None:
+                _, _, actual = app.batch_config(key[1], int(b))
+                # gain steps at the initial batch per step of `actual` samples.
+                v = memo[key] = app.gain_at_epoch(actual, key[3]) * app.init_batch_size / actual
+            out[k] = v
         return out
 
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
@@ -102,7 +114,8 @@ def measured_figures(data_dir: str | Path, per_app: int = 30) -> dict[str, float
         errs = []
         for pid in pick:
             keep = p["placement"] != pid
-            rest = dc_replace(app, placements={k: v[keep] for k, v in p.items()}, _by_placement={}, _interp=None)
+            rest = dc_replace(app, placements={k: v[keep] for k, v in p.items()}, triangulation=None,
+                              _by_placement={}, _interp=None)
             m = ~keep
             for lb, st in zip(p["local_bsz"][m], p["step_time"][m]):
                 try:
