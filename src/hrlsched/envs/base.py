@@ -406,8 +406,8 @@ class SchedulingEnv(gym.Env):
             & ((t.arch == ARCHS.index(cur.arch)) | base.arch_open)
             & ((t.mode == MODES.index(cur.mode)) | base.mode_open)
         )
-        free = self.board.free_slots()
-        slots = slots[t.workers[slots] <= free]
+        room = self.feas.worker_room(self.board, cur)  # workers use the same resources in every variant
+        slots = slots[t.workers[slots] <= room]
         jobs: dict[tuple[int, int], Job] = {}
         for c in slots.tolist():
             key = (int(t.arch[c]), int(t.mode[c]))

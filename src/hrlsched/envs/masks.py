@@ -83,21 +83,35 @@ class HeuristicFeasibility:
 
     def __init__(self, policy: IncrementalPlacement) -> None:
         self.policy = policy
-        self._cache: dict[tuple, Placement | None] = {}
+        self._cache: dict[tuple, Placement | int | None] = {}
         self._version = -1
         self._board: Board | None = None
 
-    def place(self, view: ClusterView, board: Board, job: Job, n_workers: int, n_ps: int) -> Placement | None:
+    def _sync(self, board: Board) -> None:
         if board is not self._board or board.version != self._version:
             self._cache.clear()
             self._board, self._version = board, board.version
+
+    def worker_room(self, board: Board, job: Job) -> int:
+        """Most workers of ``job`` the board can still hold (GPUs with a free
+        slot, per server bounded by its CPU cores and memory): a necessary
+        condition of any placement, checked before asking the policy."""
+        self._sync(board)
+        key = ("room", job.model)
+        v = self._cache.get(key)
+        if v is None:
+            v = self._cache[key] = int(board.occ.worker_capacity(job).sum())
+        return v  # type: ignore[return-value]
+
+    def place(self, view: ClusterView, board: Board, job: Job, n_workers: int, n_ps: int) -> Placement | None:
+        self._sync(board)
         # Placements depend on the job's profile and architecture, so jobs of one
         # model share them while the board is unchanged.
         key = (job.model, job.arch, job.mode, job.batch_size, n_workers, n_ps)
         if key in self._cache:
-            return self._cache[key]
+            return self._cache[key]  # type: ignore[return-value]
         pl: Placement | None = None
-        if n_workers <= board.free_slots():  # cheap necessary condition first
+        if n_workers <= self.worker_room(board, job):  # cheap necessary condition first
             pl = self.policy.place_job(view, board.occ, job, n_workers, n_ps)
             if pl is not None and (pl.n_workers != n_workers or pl.n_ps != n_ps or len(set(pl.gpus)) != n_workers
                                    or not board.occ.fits(job, pl)):
