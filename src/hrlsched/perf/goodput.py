@@ -38,6 +38,7 @@ from __future__ import annotations
 import bisect
 import csv
 import hashlib
+import importlib.util
 import io
 import json
 import math
@@ -293,7 +294,7 @@ def _application(name: str, placements: dict[str, np.ndarray], scalability: dict
 
 # ---------------------------------------------------------------- cache
 # Bump when the cached arrays or their meaning change.
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
 _NO_CACHE = ("", "0", "off", "none", "no")
 
 
@@ -315,9 +316,21 @@ def _trace_files(app_dir: Path) -> list[Path]:
     return [app_dir / "placements.csv", app_dir / "scalability.csv", *sorted(app_dir.glob("validation-*.csv"))]
 
 
+def _scipy_version() -> bytes:
+    """scipy's version file, read without importing scipy: another qhull may triangulate
+    the degenerate grids otherwise, so a cache entry holds for the scipy that made it."""
+    spec = importlib.util.find_spec("scipy")
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        f = Path(loc) / "version.py"
+        if f.exists():
+            return f.read_bytes()
+    return b"no scipy version file"
+
+
 def _content_key(d: Path) -> str:
     """Digest of every file the loader reads (names and bytes) and of the cache format."""
     h = hashlib.blake2b(f"pollux-traces/{_CACHE_FORMAT}".encode(), digest_size=16)
+    h.update(_scipy_version())
     for app in _app_dirs(d):
         for f in _trace_files(app):
             data = f.read_bytes()
