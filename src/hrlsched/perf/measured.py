@@ -9,11 +9,16 @@ Statistical efficiency follows the gradient noise scale measured per epoch,
 so progress (samples x efficiency) under a larger batch counts as the
 measurements say. The network is what was measured: there is no
 interference between jobs in this backend.
+
+Only synchronous training: the measurements are of synchronous all-reduce
+jobs, so a job with ``mode: async`` is refused with a ValueError (use the
+``analytic`` or ``optimus`` backend for asynchronous jobs). A job with
+``arch: ps`` is replayed as the measured all-reduce job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -35,6 +40,11 @@ class MeasuredModel(PerformanceModel):
         self.apps = load_pollux_applications(Path(traces_dir) if traces_dir else None)
 
     def app(self, job: Job) -> PolluxApplication:
+        if job.mode != "sync":
+            raise ValueError(
+                f"job {job.job_id} ({job.name}): mode {job.mode!r}: the measured backend replays synchronous "
+                "all-reduce measurements only; use perf.backend analytic or optimus for asynchronous jobs"
+            )
         try:
             return self.apps[job.model]
         except KeyError:
@@ -75,6 +85,9 @@ class MeasuredModel(PerformanceModel):
             # gain steps at the initial batch per step of `actual` samples.
             out[k] = app.gain(actual, p / app.init_batch_size) * app.init_batch_size / actual
         return out
+
+    def measured_work(self) -> dict[str, Callable[[int], float]]:
+        return {name: app.samples_to_complete for name, app in self.apps.items()}
 
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
         """Alone on the fewest servers (the measurements have no neighbours)."""
