@@ -164,7 +164,7 @@ def test_generator_caps_gpus_at_the_cluster() -> None:
 def test_to_jobs_sets_work_from_duration_and_assigns_pollux_buckets(perf: OptimusModel) -> None:
     recs = [TraceRecord("small", 0.0, 1, 600.0), TraceRecord("mid", 1.0, 2, 3 * 3600.0),
             TraceRecord("big", 2.0, 4, 20 * 3600.0), TraceRecord("huge", 3.0, 8, 20 * 3600.0)]
-    jobs = to_jobs(recs, perf, rng(14))
+    jobs = to_jobs(recs, perf.work_sizer(), rng(14))
     assert jobs[0].model in POLLUX_BUCKETS[0][1] and jobs[1].model in POLLUX_BUCKETS[1][1]
     assert jobs[2].model == "yolov3" and jobs[3].model == "imagenet"  # 80 and 160 GPU-hours
     for j, r in zip(jobs, recs):
@@ -175,11 +175,11 @@ def test_to_jobs_sets_work_from_duration_and_assigns_pollux_buckets(perf: Optimu
 
 def test_to_jobs_mix_known_models_and_aliases(perf: OptimusModel) -> None:
     recs = [TraceRecord(f"j{i}", float(i), 1, 1000.0) for i in range(2000)]
-    jobs = to_jobs(recs, perf, rng(15), assignment="mix", mix={"resnet-50": 3, "vgg-16": 1})
+    jobs = to_jobs(recs, perf.work_sizer(), rng(15), assignment="mix", mix={"resnet-50": 3, "vgg-16": 1})
     share = np.mean([j.model == "resnet-50" for j in jobs])
     assert share == pytest.approx(0.75, abs=0.03)
     named = to_jobs([TraceRecord("t", 0.0, 2, 100.0, model="vgg16"), TraceRecord("u", 1.0, 1, 100.0, model="mystery")],
-                    perf, rng(16), assignment="mix", mix={"dssm": 1})
+                    perf.work_sizer(), rng(16), assignment="mix", mix={"dssm": 1})
     assert named[0].model == "vgg-16" and named[0].batch_size == CATALOGUE["vgg-16"].default_batch * 2
     assert named[1].model == "dssm" and named[1].extra["trace_model"] == "mystery"
 
@@ -189,11 +189,11 @@ def test_to_jobs_oversize_and_report(perf: OptimusModel) -> None:
     recs = [TraceRecord("ok", 0.0, 1, 100.0), TraceRecord("big", 1.0, n + 8, 100.0),
             TraceRecord("cpu", 2.0, 0, 100.0), TraceRecord("pending", 3.0, 1, None)]
     rep = ConversionReport()
-    capped = to_jobs(recs, perf, rng(17), report=rep)
+    capped = to_jobs(recs, perf.work_sizer(), rng(17), report=rep)
     assert [j.requested_gpus for j in capped] == [1, n]
     assert (rep.capped, rep.dropped_no_gpu, rep.dropped_no_duration, rep.jobs, rep.records) == (1, 1, 1, 2, 4)
     rep = ConversionReport()
-    dropped = to_jobs(recs, perf, rng(17), oversize="drop", report=rep)
+    dropped = to_jobs(recs, perf.work_sizer(), rng(17), oversize="drop", report=rep)
     assert [j.name for j in dropped] == ["ok"] and rep.dropped_oversize == 1
 
 

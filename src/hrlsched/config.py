@@ -66,7 +66,10 @@ class SyntheticWorkload(Strict):
     duration_min_s: float = Field(120.0, gt=0)
     duration_max_s: float = Field(3 * 86400.0, gt=0)
     allreduce_fraction: float = Field(0.4, ge=0, le=1)
-    async_fraction: float = Field(0.0, ge=0, le=1)
+    async_fraction: float = Field(0.0, ge=0, le=1, description="asynchronous jobs (parameter server only)")
+    open_fraction: float = Field(
+        0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (drawn arch/mode: their default)"
+    )
     users: int = Field(8, gt=0)
 
     @model_validator(mode="after")
@@ -101,6 +104,9 @@ class JobConversion(Strict):
     mix: dict[str, float] | None = Field(None, description="{model: weight} for model_assignment: mix")
     models: list[str] | None = Field(None, description="models for model_assignment: gpu_time (null: the DL2 models)")
     allreduce_fraction: float = Field(0.4, ge=0, le=1, description="of jobs not of a Pollux application")
+    open_fraction: float = Field(
+        0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (besides 'any' in the trace)"
+    )
 
     @model_validator(mode="after")
     def _check_conv(self) -> JobConversion:

@@ -74,6 +74,8 @@ def make_table(worker_options: Sequence[int], ps_options: Sequence[str], max_gpu
     seen: set[tuple[int, ...]] = set()
     dup = np.zeros(len(rows), dtype=bool)
     for k, r in enumerate(rows[2:], start=2):
-        dup[k] = r in seen
+        # never offered: a repeat, or asynchronous all-reduce (a ring is a
+        # collective; the engine refuses it)
+        dup[k] = r in seen or (ARCHS[r[2]] == "allreduce" and MODES[r[3]] == "async")
         seen.add(r)
     return CandidateTable(a[:, 0], a[:, 1], a[:, 2], a[:, 3], dup)

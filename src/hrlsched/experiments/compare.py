@@ -21,6 +21,7 @@ from hrlsched.io import write_text
 from hrlsched.outdir import check_writable
 from hrlsched.sim import plots
 
+BOUND = "lower bound"  # the last row of a comparison
 METRICS = ["avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s", "gpu_util_mean", "avg_queue_s",
            "max_ftf", "restarts_total", "jobs_completed"]
 
@@ -143,8 +144,24 @@ def compare(
             row[m] = mean
             row[f"{m}_ci95"] = half
         rows.append(row)
+    rows.append(bound_row(cfgs[:seeds]))
     write_outputs(out, scenario, rows, policies, seeds)
     return rows
+
+
+def bound_row(cfgs: list[RunConfig]) -> dict[str, Any]:
+    """The floor under every policy's row: the lower bound on average JCT
+    (``experiments.bound``: each job alone at its best allocation) on the same
+    seeds; the other columns do not apply."""
+    from hrlsched.experiments.bound import lower_bound
+    from hrlsched.scenario import build_scenario
+
+    vals = [lower_bound(build_scenario(c.scenario, c.seed))["avg_jct_s"] for c in cfgs]
+    row: dict[str, Any] = {"policy": BOUND, "seeds": len(cfgs)}
+    for m in METRICS:
+        row[m], row[f"{m}_ci95"] = float("nan"), float("nan")
+    row["avg_jct_s"], row["avg_jct_s_ci95"] = interval(vals)
+    return row
 
 
 def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies: list[str], seeds: int) -> None:
@@ -161,6 +178,8 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
 
     def pm(r: dict[str, Any], m: str, scale: float = 1.0, fmt: str = ".2f") -> str:
         v, h = r[m], r[f"{m}_ci95"]
+        if v != v:
+            return "-"
         return f"{v / scale:{fmt}}" + ("" if h != h else f" ± {h / scale:{fmt}}")
 
     for r in rows:
@@ -168,7 +187,7 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
                   f"{pm(r, 'gpu_util_mean')} | {pm(r, 'avg_queue_s', 3600)} | {pm(r, 'max_ftf')} | {pm(r, 'restarts_total', 1, '.0f')} |")
     write_text(out / "comparison.md", "\n".join(md) + "\n")
     jcts, series = {}, {}
-    for p in policies:
+    for p in [p for p in policies if p != BOUND]:
         run = out / "runs" / p.replace("+", "_") / "seed0"
         with open(run / "jobs.csv") as fh:
             jcts[p] = np.array([float(x["jct_s"]) if x["jct_s"] else np.nan for x in csv.DictReader(fh)])

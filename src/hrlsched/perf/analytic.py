@@ -50,8 +50,14 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   worker of the job on its busiest server (no GPUDirect: transfers are
   staged through the host); ``straggler`` is the synchronisation wait per
   extra worker, as a share of compute.
-- Async jobs: each worker runs at its own pace; the job's speed is the sum of
-  its workers' local batch / t_i.
+- Async jobs (parameter server only; ``perf.asynchrony``): no barrier, so
+  no straggler wait; each worker runs at its own pace on its own mini-batch
+  (``batch_size``) and the job's speed is the sum of its workers' local
+  batch / t_i, with t_i its own compute plus the job's overheads and its
+  communication bottleneck (the PS links are still shared, with the job's
+  other workers and with other jobs). Staleness costs statistical
+  efficiency (``efficiency``, ``perf.options.staleness_penalty``). Async
+  all-reduce is refused with a ValueError.
 
 Per-job traffic (the (link, bytes) rows) is cached per placement
 signature; the rows of all placements not yet seen are built in one pass
@@ -81,6 +87,7 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
+from hrlsched.perf.asynchrony import DEFAULT_STALENESS_PENALTY, refuse_async_allreduce
 from hrlsched.perf.base import PerformanceModel, gpu_share_counts
 
 # Fitted by ``python -m hrlsched.calibration.interference --write DATA``.
@@ -116,8 +123,9 @@ class AnalyticModel(PerformanceModel):
         ring_spread_eff: float = 1.0,
         host_staging: float = 0.0,
         straggler: float = 0.0,
+        staleness_penalty: float = DEFAULT_STALENESS_PENALTY,
     ) -> None:
-        super().__init__(topology, catalogue)
+        super().__init__(topology, catalogue, staleness_penalty)
         if ref_gbps <= 0:
             raise ValueError(f"perf.options.ref_gbps: expected > 0, got {ref_gbps}")
         if iterations < 1:
@@ -303,6 +311,8 @@ class AnalyticModel(PerformanceModel):
         theta = np.array([p.theta for p in profs], dtype=float)
         sens = np.array([p.compute_sensitivity for p in profs]) * self.interference_scale
         sync = np.array([j.mode == "sync" for j in jobs])
+        if not sync.all():
+            refuse_async_allreduce(jobs, self.name)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         ps = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
         local = np.where(sync, batch / w, batch).astype(float)

@@ -9,11 +9,16 @@ Statistical efficiency follows the gradient noise scale measured per epoch,
 so progress (samples x efficiency) under a larger batch counts as the
 measurements say. The network is what was measured: there is no
 interference between jobs in this backend.
+
+Only synchronous training: the measurements are of synchronous all-reduce
+jobs, so a job with ``mode: async`` is refused with a ValueError (use the
+``analytic`` or ``optimus`` backend for asynchronous jobs). A job with
+``arch: ps`` is replayed as the measured all-reduce job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -37,6 +42,11 @@ class MeasuredModel(PerformanceModel):
         self._efficiency: dict[tuple, float] = {}
 
     def app(self, job: Job) -> PolluxApplication:
+        if job.mode != "sync":
+            raise ValueError(
+                f"job {job.job_id} ({job.name}): mode {job.mode!r}: the measured backend replays synchronous "
+                "all-reduce measurements only; use perf.backend analytic or optimus for asynchronous jobs"
+            )
         try:
             return self.apps[job.model]
         except KeyError:
@@ -87,6 +97,9 @@ class MeasuredModel(PerformanceModel):
                 v = memo[key] = app.gain_at_epoch(actual, key[3]) * app.init_batch_size / actual
             out[k] = v
         return out
+
+    def measured_work(self) -> dict[str, Callable[[int], float]]:
+        return {name: app.samples_to_complete for name, app in self.apps.items()}
 
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
         """Alone on the fewest servers (the measurements have no neighbours)."""

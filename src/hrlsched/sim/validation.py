@@ -97,6 +97,11 @@ def check_choices(
         i = index[jid]
         cur = st.jobs[i]
         a, m = decision.arch.get(jid, cur.arch), decision.mode.get(jid, cur.mode)
+        if a == "allreduce" and m == "async":
+            raise InvalidDecisionError(
+                f"job {jid}: mode 'async' with arch 'allreduce' is not a thing: a ring all-reduce is a collective "
+                "(every worker waits for the others); asynchronous training needs arch 'ps'"
+            )
         if (a, m) != (cur.arch, cur.mode):
             out[i] = (a, m)
     return out

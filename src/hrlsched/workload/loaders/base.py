@@ -39,6 +39,8 @@ class TraceRecord:
     status: str | None = None  # final state when the trace has one (Failed, Running, ...)
     gpu_type: str | None = None  # GPU model asked for, when the trace has one
     gpu_fraction: float = 1.0  # share of each GPU (Alibaba gpu_milli / 1000)
+    arch: str | None = None  # ps, allreduce or any (left to the scheduler), when the trace says
+    mode: str | None = None  # sync, async or any, when the trace says
 
     @property
     def gpu_seconds(self) -> float:
