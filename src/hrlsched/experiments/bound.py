@@ -33,7 +33,8 @@ the price of QPI/NIC traffic, so a spread placement can be slightly faster
 for a compute-bound job; the tests check the bound against the built-in
 policies); (2) PS counts above the number of sockets the workers span are
 not searched (in the consolidated family they only add PS overhead and
-socket pressure); (3) the job's batch size is kept (a policy that tunes
+socket pressure), except on the optimus backend, which prices PSs by count
+alone and is searched up to as many PSs as the cluster has GPUs; (3) the job's batch size is kept (a policy that tunes
 batch sizes, as Pollux does on the measured backend, is outside the bound).
 For a backend whose efficiency moves with progress (``progress_dependent``,
 the measured one), the work is cut into ``segments`` pieces and each piece
@@ -97,7 +98,10 @@ class BestRates:
     def candidates(self, arch: str, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         if arch != "ps":
             return ws, np.zeros_like(ws)
-        reps = self.spanned[ws]
+        # The optimus backend prices PSs by count only (theta2 w / p + theta4 p),
+        # so any count up to the cluster's GPUs may win there; in the others a
+        # PS beyond one per socket the workers span only adds overhead.
+        reps = np.full_like(ws, self.G) if self.perf.name == "optimus" else self.spanned[ws]
         w = np.repeat(ws, reps)
         p = np.arange(w.size) - np.repeat(np.cumsum(reps) - reps, reps) + 1
         return w, p
