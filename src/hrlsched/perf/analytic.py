@@ -88,7 +88,7 @@ from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.perf.asynchrony import DEFAULT_STALENESS_PENALTY, refuse_async_allreduce
-from hrlsched.perf.base import PerformanceModel, gpu_share_counts
+from hrlsched.perf.base import PerformanceModel, gpu_share_counts, theta_speed_ceiling
 
 # Fitted by ``python -m hrlsched.calibration.interference --write DATA``.
 PARAMS_FILE = Path(__file__).with_name("interference.yaml")
@@ -302,11 +302,36 @@ class AnalyticModel(PerformanceModel):
         n = len(jobs)
         if n == 0:
             return np.zeros(0)
-        t = self.topology
         batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
         sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
         if self._last is not None and self._last[0] == sig:
             return self._last[1].copy()
+        out = self._solve(jobs, placements, batch, isolated=False)
+        self._last = (sig, out.copy())
+        return out
+
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each job's speed alone on the cluster at its placement (as
+        ``alone_speed``), for many (job, placement) pairs in one vectorised
+        solve: the pairs do not see each other."""
+        if not jobs:
+            return np.zeros(0)
+        batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
+        return self._solve(jobs, placements, batch, isolated=True)
+
+    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
+        """Speeds of ``jobs``: all together (they share GPUs, sockets and
+        links), or each alone (``isolated``)."""
+        n = len(jobs)
+        t = self.topology
         profs = [self.profile(j) for j in jobs]
         theta = np.array([p.theta for p in profs], dtype=float)
         sens = np.array([p.compute_sensitivity for p in profs]) * self.interference_scale
@@ -321,12 +346,20 @@ class AnalyticModel(PerformanceModel):
         gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(w.sum()))
         wjob = np.repeat(np.arange(n), w)
         sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=int(ps.sum()))
-        share = gpu_share_counts(placements, t.n_gpus)[gflat]
-        tasks_sock = np.bincount(t.gpu_socket[gflat], minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
         sock = t.gpu_socket[gflat]
+        if isolated:  # only the job's own tasks; its workers are on distinct GPUs
+            share = np.ones(gflat.size)
+            keys = wjob * t.n_sockets + sock
+            u_keys, u_cnt = np.unique(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
+                                      return_counts=True)
+            on_sock = u_cnt[np.searchsorted(u_keys, keys)]
+        else:
+            share = gpu_share_counts(placements, t.n_gpus)[gflat]
+            tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
+            on_sock = tasks_sock[sock]
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
-        pressure = (tasks_sock[sock] - 1) / self.socket_gpus[sock]
+        pressure = (on_sock - 1) / self.socket_gpus[sock]
         c = 1.0 + sens[wjob] * pressure
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
@@ -355,11 +388,10 @@ class AnalyticModel(PerformanceModel):
                 break
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
-            U = np.bincount(links, weights=u, minlength=self.capacity.size)[links]
+            # Rows are unique per (job, link): alone, a link's load is the job's own.
+            U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
             rho = np.maximum(1.0 + self.contention * (U - u), U)
         rest = over + comm
         speed_sync = batch / (comp_max + rest)
         speed_async = np.bincount(wjob, weights=local[wjob] / (comp_i + rest[wjob]), minlength=n)
-        out = np.where(sync, speed_sync, speed_async)
-        self._last = (sig, out.copy())
-        return out
+        return np.where(sync, speed_sync, speed_async)

@@ -88,6 +88,24 @@ class PerformanceModel(ABC):
             self._alone_cache[key] = v
         return v
 
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray | None:
+        """An upper bound on the job's speed alone at each worker count, over
+        every placement and PS count, cheap to compute; None when the backend
+        has none. Lets searches over allocations (``experiments.bound``)
+        skip worker counts that cannot win."""
+        return None
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``alone_speed`` of many (job, placement) pairs, each alone on the
+        cluster (the pairs do not see each other). Backends vectorise it."""
+        batch = [j.batch_size for j in jobs] if batch_sizes is None else [int(b) for b in batch_sizes]
+        return np.array([self.alone_speed(j, pl, b) for j, pl, b in zip(jobs, placements, batch)], dtype=float)
+
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
         """Speed alone on an interference-free, consolidated placement: workers
         packed from GPU 0 on (one switch, one socket, one server where they
@@ -122,6 +140,21 @@ class PerformanceModel(ABC):
         sockets = np.unique(topo.gpu_socket[gpus])
         ps = sockets[np.arange(n_ps) % len(sockets)] if n_ps else np.array([], dtype=int)
         return Placement.of(gpus, ps)
+
+
+def theta_speed_ceiling(job: Job, profile: ModelProfile, n_workers: np.ndarray, gpu_speed_max: float) -> np.ndarray:
+    """Speed ceiling of a backend whose iteration takes at least the Optimus
+    terms without communication: theta0 * local batch / fastest GPU + theta1
+    + theta3 * w + theta4 (at least one PS for a PS job; none counted for
+    all-reduce); interference, time-sharing, the straggler wait and
+    communication only add to it. Samples per iteration: the global batch
+    (sync) or each worker's batch times w (async)."""
+    th = profile.theta
+    w = np.asarray(n_workers, dtype=float)
+    b = float(job.batch_size)
+    local = b / w if job.mode == "sync" else np.full_like(w, b)
+    t = th[0] * local / gpu_speed_max + th[1] + th[3] * w + (th[4] if job.arch == "ps" else 0.0)
+    return (b if job.mode == "sync" else w * b) / t
 
 
 def gpu_share_counts(placements: Sequence[Placement], n_gpus: int) -> np.ndarray:

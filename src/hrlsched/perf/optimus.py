@@ -34,7 +34,13 @@ import numpy as np
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.perf.asynchrony import refuse_async_allreduce
-from hrlsched.perf.base import PerformanceModel, gpu_share_counts, per_job_max, per_job_min
+from hrlsched.perf.base import (
+    PerformanceModel,
+    gpu_share_counts,
+    per_job_max,
+    per_job_min,
+    theta_speed_ceiling,
+)
 
 
 def optimus_iteration_time(
@@ -69,6 +75,23 @@ class OptimusModel(PerformanceModel):
         placements: Sequence[Placement],
         batch_sizes: np.ndarray | None = None,
     ) -> np.ndarray:
+        return self._solve(jobs, placements, batch_sizes, isolated=False)
+
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each (job, placement) alone: no GPU time-shared with another job."""
+        return self._solve(jobs, placements, batch_sizes, isolated=True)
+
+    def _solve(
+        self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray | None, isolated: bool
+    ) -> np.ndarray:
         n = len(jobs)
         if n == 0:
             return np.zeros(0)
@@ -83,7 +106,8 @@ class OptimusModel(PerformanceModel):
             refuse_async_allreduce(jobs, self.name)
         p = np.where(allreduce, w, np.maximum(ps, 1.0))
         # Time-shared GPUs: each task gets 1/k of the GPU; the slowest GPU sets the pace.
-        counts = gpu_share_counts(placements, topo.n_gpus).astype(float)
+        # A job's own workers are on distinct GPUs: alone, no GPU is shared.
+        counts = np.ones(topo.n_gpus) if isolated else gpu_share_counts(placements, topo.n_gpus).astype(float)
         share = per_job_max(counts, placements)
         slowest = per_job_min(topo.gpu_speed, placements)
         compute_scale = share / slowest
