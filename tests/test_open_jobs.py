@@ -45,7 +45,7 @@ def test_generic_trace_arch_mode_columns(tmp_path) -> None:
     built = _jobs(0.0, extra=["cluster.server_groups.0.count=2"])
     import numpy as np
 
-    jobs = to_jobs(recs, built.perf, np.random.default_rng(0), allreduce_fraction=0.0)
+    jobs = to_jobs(recs, built.perf.work_sizer(), np.random.default_rng(0), allreduce_fraction=0.0)
     assert (jobs[0].arch_open, jobs[0].mode_open, jobs[0].mode) == (True, True, "sync")
     assert (jobs[1].arch, jobs[1].mode, jobs[1].arch_open) == ("ps", "async", False)
     assert (jobs[2].arch, jobs[2].mode) == ("allreduce", "sync")

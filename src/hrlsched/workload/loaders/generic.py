@@ -60,6 +60,9 @@ def load(path: str | Path) -> list[TraceRecord]:
         frac = r.get("gpu_fraction")
         if frac is not None and not 0 < frac <= 1:  # type: ignore[operator]
             raise row_error(path, no, "gpu_fraction", "a number in (0, 1]", frac)
+        if r.get("arch") == "allreduce" and r.get("mode") == "async":  # a ring is a collective
+            raise row_error(path, no, "mode", "sync or any for an allreduce job (asynchronous needs arch ps)",
+                            "async")
         out.append(TraceRecord(
             name=str(r.get("name") or f"job-{no}"), arrival_s=float(r["arrival_s"]), gpus=int(r["gpus"]),  # type: ignore[arg-type]
             duration_s=r.get("duration_s"), model=r.get("model"), batch_size=r.get("batch_size"),  # type: ignore[arg-type]
