@@ -208,7 +208,9 @@ def test_ctrl_c_during_compare_keeps_finished_runs_and_resumes(tmp_path: Path) -
     exe = Path(sys.executable).with_name("hrlsched")
     cmd = [str(exe), "compare", "--scenario", "default", "--policies", "fifo,srtf,drf", "--seeds", "4",
            "--workers", "2", "--out", str(out), "--set", "workload.jobs=40", "--set", "workload.duration_h=2"]
-    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # an xdist worker may ignore SIGINT, and children inherit that: give the command the default handler
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 60
     while time.time() < deadline and len(list(out.glob("runs/*/*/summary.json"))) < 2:
         time.sleep(0.1)
