@@ -162,8 +162,10 @@ class SchedulingEnv(gym.Env):
         n_actions = self.n_cand + (self.max_gpus + self.max_sockets + 1 if self.agent_places else 0)
         self.action_space = MaskedDiscrete(n_actions)
         self.observation_space = F.observation_space(
-            self.max_jobs, self.max_gpus, self.max_links, n_actions, self.n_cand if self.agent_allocates else None
+            self.max_jobs, self.max_gpus, self.max_links, n_actions, self.n_cand if self.agent_allocates else None,
+            self.max_sockets,
         )
+        self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self.decision_points, self.decision_every = decision_points, int(decision_every)
         self.max_time_s = max_time_s
         self.max_decisions = max_decisions
@@ -284,6 +286,7 @@ class SchedulingEnv(gym.Env):
         if util is not None:
             self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
         self._gpus_m = np.zeros((self.max_gpus, len(F.GPU_FEATURES)), dtype=np.float32)
+        self._socks_m = np.zeros((self.max_sockets, len(F.SOCKET_FEATURES)), dtype=np.float32)
         self._gpus_dirty = True
         # Level-2 only: the heuristic allocations, in priority order; kept jobs committed first.
         self.queue: list[tuple[int, Allocation]] = []
@@ -648,11 +651,14 @@ class SchedulingEnv(gym.Env):
         jobs[:, 3] = self.chosen / F.WORKER_SCALE
         if self._gpus_dirty:
             F.gpu_rows(self._gpus_m, topo, self.board, view, self.max_tasks, self.part)
+            F.socket_rows(self._socks_m, topo, self.board, self.part)
             self._gpus_dirty = False
         jm = np.zeros(self.max_jobs, dtype=np.int8)
         jm[:n] = 1
         gm = np.zeros(self.max_gpus, dtype=np.int8)
         gm[: topo.n_gpus] = 1
+        sm = np.zeros(self.max_sockets, dtype=np.int8)
+        sm[: topo.n_sockets] = 1
         lm = np.zeros(self.max_links, dtype=np.int8)
         lm[: int(self.link_off[-1])] = 1
         occ = self.board.occ
@@ -677,6 +683,7 @@ class SchedulingEnv(gym.Env):
             ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
         obs = {
             "jobs": jobs, "job_mask": jm, "gpus": self._gpus_m.copy(), "gpu_mask": gm,
+            "gpu_groups": self._gpu_groups.copy(), "sockets": self._socks_m.copy(), "socket_mask": sm,
             "links": self._links_m.copy(), "link_mask": lm, "cluster": cluster, "context": ctx,
             "current_job": cur, "action_mask": self._mask.copy(),
         }

@@ -38,6 +38,11 @@ GPU_FEATURES = (
     "others_on_server", "ps_on_socket", "ps_on_server", "server_cores_free", "server_mem_free",
     "own_on_gpu", "own_on_server", "own_on_switch",
 )
+SOCKET_FEATURES = (
+    "valid", "ps_decided", "ps_on_server", "workers_on_socket", "server_cores_free", "server_mem_free",
+    "own_workers_on_socket", "own_on_server", "own_ps_on_socket",
+)
+GROUP_COLUMNS = ("switch", "socket", "server")  # ``gpu_groups``: each GPU's switch, socket, server index
 LINK_FEATURES = ("valid", *(f"kind_{k}" for k in LINK_KINDS), "capacity_100gbps", "utilisation", "jobs_crossing")
 CANDIDATE_FEATURES = (
     "valid", "is_wait", "is_keep", "workers", "ps", "arch_ps", "mode_async", "speed_vs_requested",
@@ -52,7 +57,7 @@ CONTEXT_FEATURES = (*(f"phase_{p}" for p in PHASES), "workers_left", "ps_left", 
 
 
 def observation_space(max_jobs: int, max_gpus: int, max_links: int, n_actions: int,
-                      n_candidates: int | None) -> spaces.Dict:
+                      n_candidates: int | None, max_sockets: int) -> spaces.Dict:
     def box(*shape: int) -> spaces.Box:
         return spaces.Box(-BIG, BIG, shape=shape, dtype=np.float32)
 
@@ -61,6 +66,10 @@ def observation_space(max_jobs: int, max_gpus: int, max_links: int, n_actions: i
         "job_mask": spaces.MultiBinary(max_jobs),
         "gpus": box(max_gpus, len(GPU_FEATURES)),
         "gpu_mask": spaces.MultiBinary(max_gpus),
+        # -1 on padded rows; lets a network pool GPUs by switch, socket and server
+        "gpu_groups": spaces.Box(-1, max_gpus, shape=(max_gpus, len(GROUP_COLUMNS)), dtype=np.int64),
+        "sockets": box(max_sockets, len(SOCKET_FEATURES)),
+        "socket_mask": spaces.MultiBinary(max_sockets),
         "links": box(max_links, len(LINK_FEATURES)),
         "link_mask": spaces.MultiBinary(max_links),
         "cluster": box(len(CLUSTER_FEATURES)),
@@ -99,6 +108,44 @@ def link_utilisation(perf: object, view: ClusterView, n_links: int) -> np.ndarra
         load += np.bincount(links, weights=nbytes * (sp / bs), minlength=2 * n_links)
     u = load / capacity
     return np.maximum(u[:n_links], u[n_links:])
+
+
+def gpu_groups(topo: Topology, max_gpus: int) -> np.ndarray:
+    """Each GPU's switch, socket and server index (-1 on padded rows)."""
+    out = np.full((max_gpus, len(GROUP_COLUMNS)), -1, dtype=np.int64)
+    out[: topo.n_gpus] = np.stack([topo.gpu_switch, topo.gpu_socket, topo.gpu_server], axis=1)
+    return out
+
+
+def socket_rows(out: np.ndarray, topo: Topology, board: Board, part: PartialPlacement | None) -> None:
+    """Rewrite the socket matrix ``out`` (padded rows stay zero): PSs and
+    workers decided on each socket, its server's room, the job being placed's
+    own tasks there."""
+    S, V = topo.n_sockets, topo.n_servers
+    ss = topo.socket_server
+    occ = board.occ
+    cores = occ.cores_free if part is None else part.cores_left
+    mem = occ.mem_free if part is None else part.mem_left
+    per_so = np.maximum(np.bincount(topo.gpu_socket, minlength=S), 1).astype(float)
+    wk = np.bincount(topo.gpu_socket, weights=board.gpu_workers.astype(float), minlength=S)
+    own_w = np.zeros(S)
+    own_p = np.zeros(S)
+    if part is not None:
+        if part.gpus:
+            own_w = np.bincount(topo.gpu_socket[part.gpus], minlength=S).astype(float)
+        if part.sockets:
+            own_p = np.bincount(np.asarray(part.sockets), minlength=S).astype(float)
+    own_srv = np.bincount(ss, weights=own_w + own_p, minlength=V)
+    o = out[:S]
+    o[:, 0] = 1.0
+    o[:, 1] = board.socket_ps / 4.0
+    o[:, 2] = np.bincount(ss, weights=board.socket_ps.astype(float), minlength=V)[ss] / 4.0
+    o[:, 3] = wk / per_so
+    o[:, 4] = (cores / np.maximum(topo.server_cores, 1e-9))[ss]
+    o[:, 5] = (mem / np.maximum(topo.server_mem_gb, 1e-9))[ss]
+    o[:, 6] = own_w / per_so
+    o[:, 7] = own_srv[ss] / WORKER_SCALE
+    o[:, 8] = own_p / 4.0
 
 
 def gpu_rows(out: np.ndarray, topo: Topology, board: Board, view: ClusterView, max_tasks: int,
