@@ -1,0 +1,46 @@
+"""Masked categorical distributions.
+
+The mask lives inside the distribution: logits of forbidden actions are
+replaced by ``-inf`` *before* the softmax, and the same masked logits are
+used in the loss (log-probabilities and entropy), so no probability mass
+and no gradient goes to an invalid action. (DL2 masked after the softmax
+and trained on the unmasked outputs; Decima's additive mask left some mass
+on invalid actions.)
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+
+
+class MaskedCategorical:
+    """A batch of categoricals over ``logits`` (B, A) restricted to ``mask``
+    (B, A, bool; at least one true per row)."""
+
+    def __init__(self, logits: Tensor, mask: Tensor) -> None:
+        mask = mask.bool()
+        if not bool(mask.any(-1).all()):
+            raise ValueError("MaskedCategorical: a row of the mask allows no action")
+        self.mask = mask
+        self.logits = torch.where(mask, logits, torch.full_like(logits, float("-inf")))
+        self.log_p = torch.log_softmax(self.logits, -1)
+
+    def sample(self, generator: torch.Generator | None = None) -> Tensor:
+        p = self.log_p.exp()
+        a = torch.multinomial(p, 1, generator=generator).squeeze(-1)
+        assert bool(self.mask.gather(-1, a.unsqueeze(-1)).all()), "sampled a masked action"
+        return a
+
+    def greedy(self) -> Tensor:
+        return self.logits.argmax(-1)
+
+    def log_prob(self, a: Tensor) -> Tensor:
+        return self.log_p.gather(-1, a.long().unsqueeze(-1)).squeeze(-1)
+
+    def entropy(self) -> Tensor:
+        p = self.log_p.exp()
+        # masked actions contribute nothing; their -inf log-probabilities are
+        # replaced before the product so that neither value nor gradient is nan
+        lp = torch.where(self.mask, self.log_p, torch.zeros_like(self.log_p))
+        return -(p * lp).sum(-1)

@@ -1,0 +1,183 @@
+"""The hierarchical agent's network: one encoder of the cluster shared by a
+level-1 head (a score per allocation candidate) and a level-2 head (a
+pointer over GPUs for a worker, over sockets for a PS), plus a value head.
+
+Nothing is sized by the cluster or the workload, so weights trained on 64
+GPUs run on 1,024:
+
+- jobs: a shared MLP per job row, then masked self-attention over the set
+  of jobs (each job sees the others it competes with);
+- GPUs: a shared MLP per GPU row, then one round of message passing over
+  the topology: each GPU reads the mean embedding of its PCIe switch, CPU
+  socket and server (``gpu_groups``), which is how it sees who it shares a
+  link with;
+- sockets: their own rows plus the mean embedding of their GPUs;
+- links: a shared MLP per link row, pooled (mean and max): how loaded the
+  network is;
+- candidates (Decima's treatment of parallelism limits): each candidate row
+  (workers, PSs, architecture, mode, predicted speed ...) is an *input* of
+  one shared scorer together with the job being decided and the cluster
+  summary, so that worker counts are scored, not indexed by an output layer.
+
+The action layout is the environments' (``hrlsched.envs``): ``[candidates |
+GPUs | sockets | defer]`` (Hierarchical-v0), ``[candidates]``
+(Allocation-v0) or ``[GPUs | sockets | defer]`` (Placement-v0). Logits of
+actions the mask forbids are set to ``-inf`` inside the distribution
+(``distributions.masked_categorical``), never after a softmax.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import torch
+from torch import Tensor, nn
+
+from hrlsched.envs import features as F
+
+
+def feature_schema() -> dict[str, list[str]]:
+    """The observation schema a network is built for (feature names per
+    matrix); stored in checkpoints, and a checkpoint whose schema differs
+    is refused."""
+    return {
+        "jobs": list(F.JOB_FEATURES), "gpus": list(F.GPU_FEATURES), "sockets": list(F.SOCKET_FEATURES),
+        "links": list(F.LINK_FEATURES), "candidates": list(F.CANDIDATE_FEATURES),
+        "cluster": list(F.CLUSTER_FEATURES), "context": list(F.CONTEXT_FEATURES),
+        "gpu_groups": list(F.GROUP_COLUMNS),
+    }
+
+
+@dataclass(frozen=True)
+class NetConfig:
+    d: int = 64  # embedding width
+    heads: int = 4
+    job_layers: int = 1  # self-attention layers over jobs
+    hidden: int = 128  # width of the heads' hidden layer
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def mlp(n_in: int, n_hidden: int, n_out: int) -> nn.Sequential:
+    return nn.Sequential(nn.Linear(n_in, n_hidden), nn.ReLU(), nn.Linear(n_hidden, n_out))
+
+
+def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
+    """Mean of ``x`` (B, N, d) over rows where ``mask`` (B, N) is true."""
+    m = mask.unsqueeze(-1).to(x.dtype)
+    return (x * m).sum(1) / m.sum(1).clamp(min=1.0)
+
+
+def masked_max(x: Tensor, mask: Tensor) -> Tensor:
+    neg = torch.finfo(x.dtype).min
+    out = x.masked_fill(~mask.unsqueeze(-1), neg).amax(1)
+    return torch.where(mask.any(1, keepdim=True), out, torch.zeros_like(out))
+
+
+def group_mean(h: Tensor, idx: Tensor, n_groups: int) -> Tensor:
+    """Per-row mean embedding of the row's group: ``h`` (B, N, d), ``idx``
+    (B, N) group index in 0..n_groups-1 or -1 (padding). Returns (B, N, d)
+    and the per-group means (B, n_groups, d)."""
+    B, N, d = h.shape
+    valid = idx >= 0
+    flat = (idx.clamp(min=0) + torch.arange(B, device=h.device).unsqueeze(1) * n_groups).reshape(-1)
+    w = valid.reshape(-1, 1).to(h.dtype)
+    sums = torch.zeros(B * n_groups, d, dtype=h.dtype, device=h.device).index_add_(0, flat, h.reshape(-1, d) * w)
+    cnt = torch.zeros(B * n_groups, 1, dtype=h.dtype, device=h.device).index_add_(0, flat, w)
+    means = sums / cnt.clamp(min=1.0)
+    per_row = means[flat].reshape(B, N, d) * valid.unsqueeze(-1).to(h.dtype)
+    return per_row, means.reshape(B, n_groups, d)
+
+
+class JobEncoder(nn.Module):
+    def __init__(self, n_feat: int, cfg: NetConfig) -> None:
+        super().__init__()
+        self.inp = mlp(n_feat, cfg.hidden, cfg.d)
+        self.attn = nn.ModuleList(nn.MultiheadAttention(cfg.d, cfg.heads, batch_first=True)
+                                  for _ in range(cfg.job_layers))
+        self.norm = nn.ModuleList(nn.LayerNorm(cfg.d) for _ in range(cfg.job_layers))
+
+    def forward(self, x: Tensor, mask: Tensor) -> Tensor:
+        h = self.inp(x)
+        pad = ~mask
+        # a batch row with no valid job would make attention all -inf: let it see itself
+        pad = pad & mask.any(1, keepdim=True)
+        for attn, norm in zip(self.attn, self.norm):
+            a, _ = attn(h, h, h, key_padding_mask=pad, need_weights=False)
+            h = norm(h + a)
+        return h * mask.unsqueeze(-1).to(h.dtype)
+
+
+class HRLNet(nn.Module):
+    """Policy and value network for the three environments' action layouts.
+
+    ``forward(obs)`` takes a batch of observations (dict of tensors with a
+    leading batch dimension, as the environments give them) and returns the
+    logits over the whole action layout (unmasked; mask with
+    ``distributions.masked_categorical``) and the value."""
+
+    def __init__(self, cfg: NetConfig = NetConfig(), allocates: bool = True, places: bool = True) -> None:
+        super().__init__()
+        if not (allocates or places):
+            raise ValueError("HRLNet: expected a network that allocates, places, or both")
+        self.cfg, self.allocates, self.places = cfg, allocates, places
+        d, hid = cfg.d, cfg.hidden
+        self.jobs = JobEncoder(len(F.JOB_FEATURES), cfg)
+        self.gpu_in = mlp(len(F.GPU_FEATURES), hid, d)
+        self.gpu_mp = mlp(4 * d, hid, d)  # own, switch, socket, server means
+        self.sock_in = mlp(len(F.SOCKET_FEATURES) + d, hid, d)
+        self.link_in = mlp(len(F.LINK_FEATURES), hid, d)
+        n_glob = len(F.CLUSTER_FEATURES) + len(F.CONTEXT_FEATURES) + 6 * d
+        self.glob = mlp(n_glob, hid, d)
+        if allocates:
+            self.cand = mlp(len(F.CANDIDATE_FEATURES) + 2 * d, hid, 1)
+        if places:
+            self.gpu_head = mlp(3 * d, hid, 1)
+            self.sock_head = mlp(3 * d, hid, 1)
+            self.defer = nn.Linear(d, 1)
+        self.value = mlp(2 * d, hid, 1)
+
+    def forward(self, obs: dict[str, Tensor], part: str = "all") -> tuple[Tensor, Tensor]:
+        """``part``: the action layout to score: ``"all"`` (the network's
+        own: candidates and/or placement), ``"allocate"`` (Allocation-v0:
+        candidates only) or ``"place"`` (Placement-v0: GPUs, sockets, defer)."""
+        jm = obs["job_mask"].bool()
+        gm = obs["gpu_mask"].bool()
+        sm = obs["socket_mask"].bool()
+        lm = obs["link_mask"].bool()
+        hj = self.jobs(obs["jobs"], jm)
+        cur = (hj * obs["current_job"].unsqueeze(-1).to(hj.dtype)).sum(1)
+        hg = self.gpu_in(obs["gpus"])
+        groups = obs["gpu_groups"].long()
+        G = hg.shape[1]
+        sw, _ = group_mean(hg, groups[..., 0], G)
+        S = obs["sockets"].shape[1]
+        so, so_means = group_mean(hg, groups[..., 1], S)
+        sv, _ = group_mean(hg, groups[..., 2], G)
+        hg = hg + self.gpu_mp(torch.cat([hg, sw, so, sv], -1))
+        hg = hg * gm.unsqueeze(-1).to(hg.dtype)
+        hs = self.sock_in(torch.cat([obs["sockets"], so_means], -1)) * sm.unsqueeze(-1).to(hg.dtype)
+        hl = self.link_in(obs["links"])
+        g = self.glob(torch.cat([
+            obs["cluster"], obs["context"], masked_mean(hj, jm), masked_mean(hg, gm), masked_mean(hs, sm),
+            masked_mean(hl, lm), masked_max(hl, lm), cur,
+        ], -1))
+        gc = torch.cat([g, cur], -1)
+        parts = []
+        if part not in ("all", "allocate", "place"):
+            raise ValueError(f"part: expected 'all', 'allocate' or 'place', got {part!r}")
+        if self.allocates and part != "place":
+            c = obs["candidates"]
+            parts.append(self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1))
+        if self.places and part != "allocate":
+            parts.append(self.gpu_head(torch.cat([hg, gc.unsqueeze(1).expand(-1, G, -1)], -1)).squeeze(-1))
+            parts.append(self.sock_head(torch.cat([hs, gc.unsqueeze(1).expand(-1, S, -1)], -1)).squeeze(-1))
+            parts.append(self.defer(g))
+        if not parts:
+            raise ValueError(f"part {part!r}: this network has no such head")
+        return torch.cat(parts, -1), self.value(gc).squeeze(-1)
+
+
+def count_parameters(net: nn.Module) -> int:
+    return sum(p.numel() for p in net.parameters())

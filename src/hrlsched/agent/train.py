@@ -1,0 +1,414 @@
+"""Training of the hierarchical agent: behaviour cloning, then PPO, in one
+loop that reads top to bottom (CleanRL style).
+
+1. Behaviour cloning (``bc_episodes`` > 0 and no checkpoint to start from):
+   teacher episodes (``optimus`` allocation, ``pack`` placement) on training
+   workloads, cross-entropy of the teacher's actions under the masked
+   distribution; imitation accuracy on a held-back workload (seed 100).
+2. PPO, each iteration:
+   - rollouts: ``workers`` workloads drawn from the training seeds
+     (>= 1000), each run ``rollouts`` times (same arrival sequence, other
+     sampling seeds), episodes truncated at the curriculum's simulated time
+     ``horizon_h`` (growing each iteration from ``horizon_start_h`` until it
+     covers a full load-and-drain cycle);
+   - advantages: the undiscounted return to go of each step minus the mean,
+     over the rollouts of the same workload, of their return to go at the
+     same simulated time (Decima's input-dependent baseline, ``advantage:
+     decima``), or GAE(gamma, lambda) on the value head (``advantage: gae``);
+     normalised over the batch;
+   - optional differential reward (Decima): each step's reward minus the
+     average reward per simulated second times its elapsed seconds, which
+     keeps returns of long episodes bounded;
+   - ``epochs`` passes over minibatches: the clipped surrogate with the
+     masks stored with each step, value loss on the scaled return, entropy
+     bonus whose weight decays linearly from ``ent_coef`` to
+     ``ent_coef_end``; gradients clipped to ``max_grad_norm``.
+3. Every ``eval_every_min`` minutes, a greedy evaluation on the held-back
+   seeds (100-104; never 0-99, which are the evaluation seeds of every
+   reported figure) keeps the best checkpoint (``best.pt``); ``last.pt`` is
+   written every ``checkpoint_every_min`` minutes and at the end, and
+   ``--resume`` continues from it (weights, optimiser, RNG states, step).
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import math
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from hrlsched.agent import bc
+from hrlsched.agent import checkpoint as ckpt
+from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.nets import HRLNet, NetConfig
+from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
+
+EVAL_SEEDS = range(0, 100)  # the seeds every reported figure is measured on: never trained on
+LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
+
+
+@dataclass
+class TrainConfig:
+    scenario: str = "default"
+    overrides: list[str] = field(default_factory=list)
+    level: str = "1"  # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0
+    placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
+    allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
+    max_jobs: int = 64
+    train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1064)))
+    valid_seeds: list[int] = field(default_factory=lambda: [100, 101, 102, 103, 104])
+    seed: int = 0
+    minutes: float | None = 60.0
+    steps: int | None = None
+    workers: int = 2
+    rollouts: int = 4  # episodes per workload (same arrivals), for the baseline
+    # behaviour cloning
+    bc_episodes: int = 4
+    bc_epochs: int = 4
+    bc_lr: float = 1e-3
+    # curriculum on the simulated horizon of an episode
+    horizon_start_h: float = 3.0
+    horizon_growth_h: float = 0.5  # per iteration
+    horizon_max_h: float | None = None  # None: run to the end of the workload
+    # PPO
+    lr: float = 1e-4
+    epochs: int = 2
+    minibatch: int = 512
+    clip: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.01
+    ent_coef_end: float = 0.001
+    max_grad_norm: float = 0.5
+    advantage: str = "decima"  # or "gae"
+    gamma: float = 1.0
+    gae_lambda: float = 0.95
+    differential_reward: bool = False
+    value_scale: float = 10.0  # returns are divided by this for the value loss
+    # bookkeeping
+    eval_every_min: float = 10.0
+    checkpoint_every_min: float = 5.0
+    net: dict[str, Any] = field(default_factory=lambda: NetConfig().to_dict())
+
+    def validate(self) -> None:
+        if self.level not in LEVEL_PARTS:
+            raise ValueError(f"level: expected one of {sorted(LEVEL_PARTS)}, got {self.level!r}")
+        bad = sorted({s for s in [*self.train_seeds, *self.valid_seeds] if s in EVAL_SEEDS})
+        if bad:
+            raise ValueError(f"seeds {bad[:5]}{'...' if len(bad) > 5 else ''}: seeds 0-99 are the evaluation "
+                             "seeds of every reported figure; training and validation must not see them")
+        if not self.train_seeds:
+            raise ValueError("train_seeds: expected at least one training seed (>= 100)")
+        if self.minutes is None and self.steps is None:
+            raise ValueError("expected a budget: minutes or steps")
+        for name in ("workers", "rollouts", "epochs", "minibatch", "max_jobs"):
+            if getattr(self, name) < (0 if name == "workers" else 1):
+                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.advantage not in ("decima", "gae"):
+            raise ValueError(f"advantage: expected 'decima' or 'gae', got {self.advantage!r}")
+        NetConfig(**self.net)
+
+    @property
+    def part(self) -> str:
+        return LEVEL_PARTS[self.level]
+
+    def env_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"scenario": self.scenario, "overrides": list(self.overrides),
+                              "max_jobs": self.max_jobs, "placement": self.placement}
+        if self.level == "2":
+            kw["allocation"] = self.allocation
+        return kw
+
+
+# ----------------------------------------------------------------- advantages
+def returns_to_go(r: np.ndarray, gamma: float = 1.0) -> np.ndarray:
+    out = np.zeros(r.size, dtype=np.float64)
+    acc = 0.0
+    for t in range(r.size - 1, -1, -1):
+        acc = r[t] + gamma * acc
+        out[t] = acc
+    return out
+
+
+def decima_baseline(group: list[Trajectory], rtgs: list[np.ndarray]) -> list[np.ndarray]:
+    """For each step of each rollout: the mean over the rollouts of the same
+    workload of their return to go from the same simulated time."""
+    out = []
+    for tr in group:
+        b = np.zeros(tr.steps)
+        for other, g in zip(group, rtgs):
+            i = np.searchsorted(other.times, tr.times, side="left")
+            b += np.where(i < other.steps, g[np.minimum(i, other.steps - 1)], 0.0)
+        out.append(b / len(group))
+    return out
+
+
+def gae(tr: Trajectory, rewards: np.ndarray, scale: float, gamma: float, lam: float) -> np.ndarray:
+    v = tr.values.astype(np.float64) * scale
+    nxt = np.append(v[1:], 0.0 if tr.terminated else v[-1])
+    delta = rewards + gamma * nxt - v
+    adv = np.zeros_like(v)
+    acc = 0.0
+    for t in range(v.size - 1, -1, -1):
+        acc = delta[t] + gamma * lam * acc
+        adv[t] = acc
+    return adv
+
+
+# ---------------------------------------------------------------- the loop
+class Trainer:
+    def __init__(self, cfg: TrainConfig, out: Path, init: str | None = None, resume: bool = False,
+                 log: Callable[[str], None] = print, pool: RolloutPool | None = None) -> None:
+        cfg.validate()
+        self.cfg, self.out, self.log = cfg, Path(out), log
+        self.out.mkdir(parents=True, exist_ok=True)
+        torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+        self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level != "2", places=cfg.level != "1")
+        self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5)
+        self.rng = np.random.default_rng(cfg.seed)
+        torch.manual_seed(cfg.seed)
+        random.seed(cfg.seed)
+        self.iteration = self.env_steps = 0
+        self.elapsed_s = 0.0  # training wall time, summed over resumed runs
+        self.best_jct_s = math.inf
+        self.bc_done = False
+        self.pool = pool if pool is not None else RolloutPool(cfg.workers)
+        last = self.out / "last.pt"
+        if resume:
+            if not last.is_file():
+                raise ckpt.CheckpointError(f"--resume: {last} does not exist; start without --resume")
+            self._restore(ckpt.load(last))
+            self.log(f"resumed from {last}: iteration {self.iteration}, {self.env_steps} env steps")
+        elif init is not None:
+            ck = ckpt.load(init)
+            missing, unexpected = self.net.load_state_dict(ck["state_dict"], strict=False)
+            self.bc_done = True
+            self.log(f"initialised from {init}" + (f" (new heads: {sorted({k.split('.')[0] for k in missing})})"
+                                                   if missing else ""))
+
+    # -- checkpoints
+    def _payload(self) -> dict[str, Any]:
+        return ckpt.policy_payload(
+            self.net, self.cfg.part, self.cfg.env_kwargs(), config=dataclasses.asdict(self.cfg),
+            optimizer=self.opt.state_dict(), iteration=self.iteration, env_steps=self.env_steps,
+            elapsed_s=self.elapsed_s, best_jct_s=self.best_jct_s, bc_done=self.bc_done,
+            rng={"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state(),
+                 "python": random.getstate()},
+        )
+
+    def _restore(self, ck: dict[str, Any]) -> None:
+        self.net.load_state_dict(ck["state_dict"])
+        self.opt.load_state_dict(ck["optimizer"])
+        self.iteration, self.env_steps = int(ck["iteration"]), int(ck["env_steps"])
+        self.elapsed_s, self.best_jct_s = float(ck["elapsed_s"]), float(ck["best_jct_s"])
+        self.bc_done = bool(ck["bc_done"])
+        self.rng.bit_generator.state = ck["rng"]["numpy"]
+        torch.set_rng_state(ck["rng"]["torch"])
+        random.setstate(ck["rng"]["python"])
+
+    def save(self, name: str = "last.pt") -> None:
+        ckpt.save(self.out / name, self._payload())
+
+    def _spec(self, wseed: int, episode_seeds: list[int], **kw: Any) -> RolloutSpec:
+        return RolloutSpec(self.cfg.part, self.cfg.env_kwargs(), int(wseed), episode_seeds,
+                           net_config=self._payload_net(), state_dict=self.net.state_dict(), **kw)
+
+    def _payload_net(self) -> dict[str, Any]:
+        return {"net": self.net.cfg.to_dict(), "allocates": self.net.allocates, "places": self.net.places}
+
+    def _metrics(self, row: dict[str, Any]) -> None:
+        path = self.out / "metrics.csv"
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(row))
+            if new:
+                w.writeheader()
+            w.writerow(row)
+
+    # -- behaviour cloning
+    def behaviour_clone(self) -> None:
+        cfg = self.cfg
+        seeds = [int(s) for s in self.rng.choice(cfg.train_seeds, size=cfg.bc_episodes, replace=False)]
+        specs = [RolloutSpec(cfg.part, cfg.env_kwargs(), s, [0], act="teacher", label=True, teacher=cfg.allocation)
+                 for s in seeds]
+        specs.append(RolloutSpec(cfg.part, cfg.env_kwargs(), cfg.valid_seeds[0], [0], act="teacher", label=True,
+                                 teacher=cfg.allocation))
+        t0 = time.time()
+        groups = self.pool.map(specs)
+        train = bc.dataset([t for g in groups[:-1] for t in g])
+        valid = bc.dataset(groups[-1])
+        self.log(f"behaviour cloning: {train.size} teacher steps on seeds {seeds} "
+                 f"({time.time() - t0:.0f} s); validation on seed {cfg.valid_seeds[0]}: {valid.size} steps")
+        before = bc.evaluate(self.net, valid, cfg.part)
+        hist = bc.fit(self.net, train, cfg.part, epochs=cfg.bc_epochs, lr=cfg.bc_lr, seed=cfg.seed, valid=valid,
+                      log=lambda r: self.log("  bc " + ", ".join(f"{k} {v:.4g}" for k, v in r.items())))
+        rows = [{"epoch": 0, "train_loss": float("nan"), **{f"valid_{k}": v for k, v in before.items()}}, *hist]
+        with (self.out / "bc.csv").open("w", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=list(rows[-1]))
+            w.writeheader()
+            for r in rows:
+                w.writerow({k: r.get(k, "") for k in rows[-1]})
+        self.bc_done = True
+        self.save("bc.pt")
+
+    # -- evaluation on held-back seeds
+    def evaluate(self) -> float:
+        specs = [self._spec(s, [0], act="greedy", record=False) for s in self.cfg.valid_seeds]
+        trajs = [g[0] for g in self.pool.map(specs)]
+        return float(np.mean([t.avg_jct_s for t in trajs]))
+
+    # -- one PPO iteration
+    def horizon_s(self) -> float | None:
+        cfg = self.cfg
+        h = cfg.horizon_start_h + cfg.horizon_growth_h * self.iteration
+        if cfg.horizon_max_h is not None:
+            h = min(h, cfg.horizon_max_h)
+        return h * 3600.0
+
+    def iterate(self, frac_done: float) -> dict[str, Any]:
+        cfg, net = self.cfg, self.net
+        kw = self.cfg.env_kwargs()
+        horizon = self.horizon_s()
+        kw["max_time_s"] = horizon
+        wseeds = self.rng.choice(cfg.train_seeds, size=max(cfg.workers, 1), replace=False)
+        specs = [RolloutSpec(cfg.part, kw, int(w), [int(x) for x in self.rng.integers(2**31, size=cfg.rollouts)],
+                             net_config=self._payload_net(), state_dict=net.state_dict(),
+                             torch_seed=int(self.rng.integers(2**31))) for w in wseeds]
+        t0 = time.time()
+        groups = self.pool.map(specs)
+        t_roll = time.time() - t0
+        # advantages and returns
+        obs_parts, acts, logps, advs, rets = [], [], [], [], []
+        ep_returns = []
+        for group in groups:
+            rewards = []
+            for tr in group:
+                r = tr.rewards.astype(np.float64)
+                if cfg.differential_reward:
+                    dt = np.diff(np.append(tr.times, tr.times[-1]))
+                    rate = r.sum() / max(tr.times[-1] - tr.times[0], 1.0)
+                    r = r - rate * dt
+                rewards.append(r)
+            rtgs = [returns_to_go(r, cfg.gamma) for r in rewards]
+            if cfg.advantage == "decima":
+                base = decima_baseline(group, rtgs)
+                group_adv = [g - b for g, b in zip(rtgs, base)]
+            else:
+                group_adv = [gae(tr, r, cfg.value_scale, cfg.gamma, cfg.gae_lambda) for tr, r in zip(group, rewards)]
+            for tr, g, a in zip(group, rtgs, group_adv):
+                obs_parts.append(tr.obs)
+                acts.append(tr.actions)
+                logps.append(tr.logp)
+                advs.append(a)
+                rets.append(g)
+                ep_returns.append(float(tr.rewards.sum()))
+        obs = {k: np.concatenate([o[k] for o in obs_parts]) for k in obs_parts[0]}
+        act = torch.from_numpy(np.concatenate(acts))
+        old_logp = torch.from_numpy(np.concatenate(logps))
+        adv = np.concatenate(advs)
+        adv = torch.from_numpy(((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32))
+        ret = torch.from_numpy((np.concatenate(rets) / cfg.value_scale).astype(np.float32))
+        n = act.numel()
+        self.env_steps += n
+        # PPO update
+        ent_coef = cfg.ent_coef + (cfg.ent_coef_end - cfg.ent_coef) * min(frac_done, 1.0)
+        net.train()
+        stats: dict[str, list[float]] = {"pg": [], "vf": [], "ent": [], "kl": [], "clipfrac": []}
+        t1 = time.time()
+        for _ in range(cfg.epochs):
+            order = self.rng.permutation(n)
+            for s in range(0, n, cfg.minibatch):
+                idx = np.sort(order[s:s + cfg.minibatch])
+                b = bc.batch(obs, idx)
+                logits, value = net(b, part=cfg.part)
+                dist = MaskedCategorical(logits, b["action_mask"])  # the masks stored with each step
+                logp = dist.log_prob(act[idx])
+                ratio = (logp - old_logp[idx]).exp()
+                a = adv[idx]
+                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
+                vf = 0.5 * (value - ret[idx]).pow(2).mean()
+                ent = dist.entropy().mean()
+                loss = pg + cfg.vf_coef * vf - ent_coef * ent
+                self.opt.zero_grad()
+                loss.backward()
+                torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
+                self.opt.step()
+                with torch.no_grad():
+                    stats["pg"].append(float(pg))
+                    stats["vf"].append(float(vf))
+                    stats["ent"].append(float(ent))
+                    stats["kl"].append(float(((ratio - 1) - (logp - old_logp[idx])).mean()))
+                    stats["clipfrac"].append(float(((ratio - 1).abs() > cfg.clip).float().mean()))
+        self.iteration += 1
+        done_jobs = [t.avg_jct_s for g in groups for t in g if t.terminated]
+        return {
+            "iteration": self.iteration, "env_steps": self.env_steps, "horizon_h": (horizon or 0) / 3600,
+            "steps": n, "return": float(np.mean(ep_returns)), "avg_jct_h_finished":
+            float(np.mean(done_jobs) / 3600) if done_jobs else float("nan"), "ent_coef": ent_coef,
+            "rollout_s": t_roll, "update_s": time.time() - t1, **{k: float(np.mean(v)) for k, v in stats.items()},
+        }
+
+    # -- the whole run
+    def run(self, progress: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+        cfg = self.cfg
+        start = time.time()
+        base_elapsed = self.elapsed_s
+        try:
+            if not self.bc_done and cfg.bc_episodes > 0:
+                self.behaviour_clone()
+                self.save()
+            last_ckpt = last_eval = time.time()
+            if self.best_jct_s == math.inf:
+                self.best_jct_s = self.evaluate()
+                self.save("best.pt")
+                self._metrics_eval()
+            while True:
+                self.elapsed_s = base_elapsed + time.time() - start
+                budget = (cfg.minutes * 60 if cfg.minutes is not None else math.inf)
+                frac = max(self.elapsed_s / budget if budget < math.inf else 0.0,
+                           self.env_steps / cfg.steps if cfg.steps else 0.0)
+                if frac >= 1.0:
+                    break
+                row = self.iterate(frac)
+                row["wall_s"] = round(base_elapsed + time.time() - start, 1)
+                if time.time() - last_eval >= cfg.eval_every_min * 60:
+                    jct = self.evaluate()
+                    row["valid_avg_jct_h"] = jct / 3600
+                    if jct < self.best_jct_s:
+                        self.best_jct_s = jct
+                        self.save("best.pt")
+                    last_eval = time.time()
+                else:
+                    row["valid_avg_jct_h"] = float("nan")
+                row["best_valid_avg_jct_h"] = self.best_jct_s / 3600
+                self._metrics(row)
+                if progress is not None:
+                    progress(row)
+                if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
+                    self.save()
+                    last_ckpt = time.time()
+            jct = self.evaluate()
+            if jct < self.best_jct_s:
+                self.best_jct_s = jct
+                self.save("best.pt")
+            self.elapsed_s = base_elapsed + time.time() - start
+            self.save()
+            return {"iterations": self.iteration, "env_steps": self.env_steps, "final_valid_avg_jct_h": jct / 3600,
+                    "best_valid_avg_jct_h": self.best_jct_s / 3600, "elapsed_s": self.elapsed_s}
+        finally:
+            self.pool.close()
+
+    def _metrics_eval(self) -> None:
+        self._metrics({"iteration": self.iteration, "env_steps": self.env_steps, "horizon_h": float("nan"),
+                       "steps": 0, "return": float("nan"), "avg_jct_h_finished": float("nan"),
+                       "ent_coef": float("nan"), "rollout_s": 0.0, "update_s": 0.0, "pg": float("nan"),
+                       "vf": float("nan"), "ent": float("nan"), "kl": float("nan"), "clipfrac": float("nan"),
+                       "wall_s": round(self.elapsed_s, 1), "valid_avg_jct_h": self.best_jct_s / 3600,
+                       "best_valid_avg_jct_h": self.best_jct_s / 3600})

@@ -1,0 +1,139 @@
+"""``hrlsched train``: train the hierarchical agent (behaviour cloning, then
+PPO; ``hrlsched.agent.train``), with checkpoints and ``--resume``."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def train(
+        scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
+        out: Annotated[Path, typer.Option(help="run directory: config.yaml, metrics.csv, bc.csv, last.pt, best.pt")] = Path("runs/train"),
+        minutes: Annotated[Optional[float], typer.Option(help="wall-time budget (summed over resumed runs)")] = None,  # noqa: UP045
+        steps: Annotated[Optional[int], typer.Option(help="budget in environment steps")] = None,  # noqa: UP045
+        level: Annotated[str, typer.Option(help="1 (allocation; pack places), 2 (placement; optimus allocates) or both")] = "1",
+        init: Annotated[Optional[Path], typer.Option(help="start from this checkpoint's weights")] = None,  # noqa: UP045
+        backend: Annotated[str, typer.Option(help="where rollouts run: local (process pool) or ray")] = "local",
+        workers: Annotated[int, typer.Option(min=0, help="rollout processes (0: in this process)")] = 2,
+        seeds: Annotated[Optional[str], typer.Option(help="training workload seeds, e.g. 1000-1063 (never 0-99)")] = None,  # noqa: UP045
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="scenario override: key=value")] = None,  # noqa: UP045
+        option: Annotated[Optional[list[str]], typer.Option("--option", help="training setting: name=value (see config.yaml)")] = None,  # noqa: UP045
+        resume: Annotated[bool, typer.Option(help="continue from OUT/last.pt with OUT/config.yaml")] = False,
+        seed: Annotated[int, typer.Option(min=0, help="training seed (sampling, shuffling)")] = 0,
+    ) -> None:
+        """Train the agent; writes checkpoints every few minutes and keeps the
+        best one on held-back seeds (100-104)."""
+        import yaml
+
+        from hrlsched.agent.checkpoint import CheckpointError
+        from hrlsched.agent.train import TrainConfig, Trainer
+
+        err = Console(stderr=True)
+        if backend not in ("local", "ray"):
+            err.print(f"[red]error:[/red] --backend: expected local or ray, got {backend!r}")
+            raise typer.Exit(2)
+        cfg_path = out / "config.yaml"
+        try:
+            if resume:
+                if not cfg_path.is_file():
+                    raise ValueError(f"--resume: {cfg_path} does not exist; start without --resume")
+                raw = yaml.safe_load(cfg_path.read_text())
+                cfg = TrainConfig(**raw)
+                if minutes is not None:
+                    cfg.minutes = minutes
+                if steps is not None:
+                    cfg.steps = steps
+            else:
+                if out.exists() and any(out.iterdir()):
+                    raise ValueError(f"--out {out}: not empty; use --resume to continue the run there, "
+                                     "or another directory")
+                cfg = TrainConfig(scenario=scenario, overrides=list(set_ or []), level=level, seed=seed,
+                                  workers=workers, minutes=minutes if minutes is not None else (
+                                      None if steps is not None else 60.0), steps=steps)
+                if seeds:
+                    cfg.train_seeds = parse_seeds(seeds)
+                fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+                for item in option or []:
+                    name, sep, value = item.partition("=")
+                    if not sep or name not in fields:
+                        raise ValueError(f"--option {item!r}: expected name=value with a name among "
+                                         f"{sorted(fields)}")
+                    setattr(cfg, name, _typed(name, getattr(cfg, name), value))
+            cfg.validate()
+            trainer = Trainer(cfg, out, init=str(init) if init else None, resume=resume,
+                              log=lambda s: err.print(s, markup=False, highlight=False),
+                              pool=_pool(backend, cfg.workers))
+        except (ValueError, TypeError, CheckpointError) as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        if not resume:
+            from hrlsched.io import write_text
+
+            write_text(cfg_path, yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+
+        def progress(row: dict) -> None:
+            v = row.get("valid_avg_jct_h", math.nan)
+            err.print(f"it {row['iteration']:4d}  steps {row['env_steps']:>9,d}  horizon {row['horizon_h']:.1f} h  "
+                      f"return {row['return']:8.2f}  entropy {row['ent']:.3f}  "
+                      + (f"valid JCT {v:.3f} h  " if v == v else "")
+                      + f"best {row['best_valid_avg_jct_h']:.3f} h  [{row['wall_s'] / 60:.1f} min]",
+                      highlight=False)
+
+        try:
+            res = trainer.run(progress=progress)
+        except KeyboardInterrupt:
+            trainer.save()
+            err.print(f"interrupted: checkpoint kept in {out / 'last.pt'}; continue with --resume")
+            raise typer.Exit(130) from None
+        print(f"trained {res['iterations']} iterations, {res['env_steps']:,} env steps in "
+              f"{res['elapsed_s'] / 60:.1f} min; held-back avg JCT {res['final_valid_avg_jct_h']:.3f} h "
+              f"(best {res['best_valid_avg_jct_h']:.3f} h, {out / 'best.pt'})")
+
+
+def _typed(name: str, current: object, text: str) -> object:
+    """``text`` as the type of the setting's current value (YAML reads 3e-4 as a string)."""
+    import yaml
+
+    try:
+        if isinstance(current, bool):
+            v = yaml.safe_load(text)
+            if not isinstance(v, bool):
+                raise ValueError
+            return v
+        if isinstance(current, int):
+            return int(text)
+        if isinstance(current, float) or current is None and name in ("minutes", "horizon_max_h"):
+            return float(text)
+        return yaml.safe_load(text)
+    except ValueError:
+        raise ValueError(f"--option {name}={text}: expected a value like {current!r}") from None
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``1000-1063`` or ``1000,1005,1010``."""
+    out: list[int] = []
+    for part in text.split(","):
+        a, sep, b = part.strip().partition("-")
+        try:
+            out += list(range(int(a), int(b) + 1)) if sep else [int(a)]
+        except ValueError:
+            raise ValueError(f"--seeds {text!r}: expected integers or ranges like 1000-1063") from None
+    return out
+
+
+def _pool(backend: str, workers: int):  # noqa: ANN202
+    if backend == "ray":
+        from hrlsched.agent.ray_pool import RayRolloutPool
+
+        return RayRolloutPool(workers)
+    from hrlsched.agent.rollout import RolloutPool
+
+    return RolloutPool(workers)
