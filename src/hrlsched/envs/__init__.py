@@ -7,12 +7,14 @@ from __future__ import annotations
 import gymnasium
 
 from hrlsched.envs.allocation import AllocationEnv
-from hrlsched.envs.base import InvalidActionError, SchedulingEnv
+from hrlsched.envs.base import SchedulingEnv
+from hrlsched.envs.decision import DecisionPoint, InvalidActionError
 from hrlsched.envs.hierarchical import HierarchicalEnv
 from hrlsched.envs.placement import PlacementEnv
 from hrlsched.envs.pool import WorkloadPool
 
-__all__ = ["AllocationEnv", "HierarchicalEnv", "InvalidActionError", "PlacementEnv", "SchedulingEnv", "WorkloadPool"]
+__all__ = ["AllocationEnv", "DecisionPoint", "HierarchicalEnv", "InvalidActionError", "PlacementEnv", "SchedulingEnv",
+           "WorkloadPool"]
 
 for _name, _cls in (("Allocation-v0", "AllocationEnv"), ("Placement-v0", "PlacementEnv"),
                     ("Hierarchical-v0", "HierarchicalEnv")):

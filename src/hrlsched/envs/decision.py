@@ -1,0 +1,590 @@
+"""One decision point decided job after job, with no gym and no
+``Simulation``: what the environments and an RL scheduler running inside the
+engine share.
+
+Given a ``ClusterView`` (``begin``), the active jobs (arrival order, at most
+``max_jobs``; the others wait) are decided one by one on a fresh ``Board``. A
+job's *allocation* (workers, PSs, architecture, mode) is one slot of the
+candidate menu chosen by the agent (``agent_allocates``) or a heuristic
+allocation policy's; its *placement* is the agent's, one task per action
+(``agent_places``: workers, then PSs), or the heuristic placement's. The
+agent reads ``observation()`` and ``mask()`` and answers with ``act(a)``
+until it returns False; ``decision()`` is then the point's ``Decision``.
+
+The action layout: the candidate slots (``table``; only when the agent
+allocates), then, when it places, one action per GPU (``max_gpus``), one per
+socket (``max_sockets``) and *defer* (a dead end of a placement phase: the
+job waits).
+
+Everything a point needs comes from the view: profiles from
+``view.catalogue``, predictions and link loads from ``view.perf`` (the
+predictor), a job's own architecture and mode (whether they are open) from
+the job as first seen (remembered by ``job_id``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from gymnasium import spaces
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, effective_job
+from hrlsched.core.catalogue import ModelProfile, get_profile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
+from hrlsched.envs import features as F
+from hrlsched.envs.board import Board, link_layout
+from hrlsched.envs.candidates import KEEP, WAIT, make_table
+from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
+from hrlsched.policies.base import Allocation, AllocationPolicy
+from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
+
+ALLOCATE, PLACE = 0, 1
+
+
+class InvalidActionError(ValueError):
+    """An action the mask does not allow."""
+
+
+class DecisionPoint:
+    """One decision point decided job after job: no gym, no Simulation.
+
+    - ``topology``: the cluster (observations are padded to ``max_gpus``,
+      ``max_sockets``, ``max_links``, default its own sizes, and to
+      ``max_jobs`` jobs).
+    - ``agent_allocates``/``agent_places``: which levels the agent decides;
+      the other is the heuristic ``allocation``/``placement`` (by registry
+      name). The heuristic placement also masks the allocation candidates: a
+      candidate is valid only if it can place it on what is left.
+    - ``worker_options``, ``ps_options``: the candidate menu (``candidates``).
+    - ``max_tasks_per_gpu``: most workers (of any jobs) on one GPU.
+    - ``skip_forced``: a job whose only valid choice is to wait is passed
+      over without asking the agent.
+    - ``rescue_idle``: a point that runs no job at all starts the first job
+      the heuristic placement can place (at its request, else one worker);
+      needed with decision points at events, where an idle cluster would
+      never be asked again (counted in ``rescues``).
+
+    Use: ``reset(rng)`` once per episode; at each point ``begin(view)``, then,
+    while the agent has a choice, ``observation()``/``mask()`` and ``act(a)``;
+    then ``decision()``.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        *,
+        agent_allocates: bool,
+        agent_places: bool,
+        placement: str = "pack",
+        allocation: str = "fifo",
+        max_jobs: int,
+        max_gpus: int | None = None,
+        max_sockets: int | None = None,
+        max_links: int | None = None,
+        worker_options: Sequence[int] = (1, 2, 4, 8, 16, 32),
+        ps_options: Sequence[str] = ("one", "half"),
+        max_tasks_per_gpu: int = 1,
+        skip_forced: bool = True,
+        rescue_idle: bool = True,
+    ) -> None:
+        if not (agent_allocates or agent_places):
+            raise ValueError("DecisionPoint: the agent must decide at least one level")
+        topo = topology
+        self.topo = topo
+        self.agent_allocates, self.agent_places = bool(agent_allocates), bool(agent_places)
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement: unknown placement {placement!r}; expected one of {sorted(PLACEMENTS)}")
+        pol = PLACEMENTS[placement].factory()
+        if not isinstance(pol, IncrementalPlacement):
+            raise ValueError(f"placement {placement!r}: expected a job-by-job placement policy")
+        self.max_tasks = int(max_tasks_per_gpu)
+        if self.max_tasks < 1:
+            raise ValueError(f"max_tasks_per_gpu: expected >= 1, got {max_tasks_per_gpu}")
+        pol.max_tasks_per_gpu = self.max_tasks
+        self.placement_policy = pol
+        self.allocation_name = allocation
+        if not self.agent_allocates and allocation not in ALLOCATIONS:
+            raise ValueError(f"allocation: unknown policy {allocation!r}; expected one of {sorted(ALLOCATIONS)}")
+        self.link_off, self.link_kind, self.link_cap = link_layout(topo)
+        n_links = int(self.link_off[-1])
+        self.n_links = n_links
+        self.max_jobs = int(max_jobs)
+        self.max_gpus = int(max_gpus if max_gpus is not None else topo.n_gpus)
+        self.max_sockets = int(max_sockets if max_sockets is not None else topo.n_sockets)
+        self.max_links = int(max_links if max_links is not None else n_links)
+        for name, have, cap in (("max_gpus", topo.n_gpus, self.max_gpus), ("max_sockets", topo.n_sockets,
+                                self.max_sockets), ("max_links", n_links, self.max_links)):
+            if have > cap:
+                raise ValueError(f"{name}: the cluster has {have}, more than {name}={cap}")
+        if self.max_jobs < 1:
+            raise ValueError(f"max_jobs: expected >= 1, got {self.max_jobs}")
+        self.table = make_table(worker_options, ps_options, topo.n_gpus)
+        self.n_cand = self.table.size if self.agent_allocates else 0
+        self.place_off = self.n_cand
+        self.defer_action = self.place_off + self.max_gpus + self.max_sockets
+        self.n_actions = self.n_cand + (self.max_gpus + self.max_sockets + 1 if self.agent_places else 0)
+        self.observation_space: spaces.Dict = F.observation_space(
+            self.max_jobs, self.max_gpus, self.max_links, self.n_actions,
+            self.n_cand if self.agent_allocates else None, self.max_sockets,
+        )
+        self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
+        self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
+        self.skip_forced = bool(skip_forced)
+        self.rescue_idle = bool(rescue_idle)
+        self.view: ClusterView | None = None
+        self.alloc_policy: AllocationPolicy | None = None
+        self._mask = np.zeros(self.n_actions, dtype=np.int8)
+        self.reset(np.random.default_rng(0))
+
+    # ------------------------------------------------------------ episode
+    def reset(self, rng: np.random.Generator) -> None:
+        """A new episode: the heuristic policies are reset (seeded from
+        ``rng``) and every cache is dropped."""
+        self.placement_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
+        self.alloc_policy = None
+        if not self.agent_allocates:
+            self.alloc_policy = ALLOCATIONS[self.allocation_name].factory()  # type: ignore[assignment]
+            self.alloc_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
+        self.profiles: dict[str, ModelProfile] = {}
+        self.base_jobs: dict[int, Job] = {}
+        self._speed_cache: dict[tuple, float] = {}
+        self.decisions = 0  # decision() calls since reset
+        self.rescues = 0
+        self.view = None
+
+    # ----------------------------------------------------- decision points
+    def begin(self, view: ClusterView) -> bool:
+        """Set up a decision point on ``view``; True if the agent has a choice
+        (False: the point is already decided, ``decision()`` is ready)."""
+        self.view = view
+        profiles, bases = self.profiles, self.base_jobs
+        for job in view.jobs:
+            if job.job_id not in bases:
+                bases[job.job_id] = job
+            if job.model not in profiles:
+                profiles[job.model] = get_profile(job.model, view.catalogue)
+        self.board = Board(view, self.max_tasks, profiles, self.link_off)
+        self.feas = HeuristicFeasibility(self.placement_policy)
+        n = min(len(view.jobs), self.max_jobs)
+        self.n_dec = n
+        self.k = -1  # job being decided
+        self.phase = ALLOCATE
+        self.part: PartialPlacement | None = None
+        self.placements: dict[int, Placement] = {}
+        self.arch: dict[int, str] = {}
+        self.mode: dict[int, str] = {}
+        self.chosen = np.zeros(self.max_jobs)
+        self.decided = np.zeros(self.max_jobs)
+        self._jobs_m = self._job_matrix(view, n)
+        util = F.link_utilisation(view.perf, view, self.n_links)
+        self._links_m = self._links_static.copy()
+        if util is not None:
+            self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
+        self._gpus_m = np.zeros((self.max_gpus, len(F.GPU_FEATURES)), dtype=np.float32)
+        self._socks_m = np.zeros((self.max_sockets, len(F.SOCKET_FEATURES)), dtype=np.float32)
+        self._gpus_dirty = True
+        # Level-2 only: the heuristic allocations, in priority order; kept jobs committed first.
+        self.queue: list[tuple[int, Allocation]] = []
+        if not self.agent_allocates:
+            assert self.alloc_policy is not None
+            allocs = self.alloc_policy.allocate(view)
+            for jid, al in allocs.items():
+                k = view.index(jid)
+                if k >= n or al.workers < 1:
+                    continue
+                job = self._effective(k, al.arch, al.mode)
+                pl = view.placements[k]
+                nps = max(al.ps, 1) if job.arch == "ps" else 0
+                if pl is not None and job is view.jobs[k] and pl.n_workers == al.workers and pl.n_ps == nps \
+                        and self.board.occ.fits(job, pl):
+                    self._commit(k, job, pl)
+                else:
+                    self.queue.append((k, Allocation(al.workers, nps, None, job.arch, job.mode)))
+        return self._next_choice()
+
+    def observation(self) -> dict[str, np.ndarray]:
+        """The observation of the current choice (see ``features``)."""
+        view = self.view
+        assert view is not None, "DecisionPoint: begin(view) first"
+        topo = self.topo
+        jobs = self._jobs_m.copy()
+        n = self.n_dec
+        cur = np.zeros(self.max_jobs, dtype=np.int8)
+        if 0 <= self.k < n:
+            cur[self.k] = 1
+        jobs[:, 1] = cur
+        jobs[:, 2] = self.decided
+        jobs[:, 3] = self.chosen / F.WORKER_SCALE
+        if self._gpus_dirty:
+            F.gpu_rows(self._gpus_m, topo, self.board, view, self.max_tasks, self.part)
+            F.socket_rows(self._socks_m, topo, self.board, self.part)
+            self._gpus_dirty = False
+        jm = np.zeros(self.max_jobs, dtype=np.int8)
+        jm[:n] = 1
+        gm = np.zeros(self.max_gpus, dtype=np.int8)
+        gm[: topo.n_gpus] = 1
+        sm = np.zeros(self.max_sockets, dtype=np.int8)
+        sm[: topo.n_sockets] = 1
+        lm = np.zeros(self.max_links, dtype=np.int8)
+        lm[: self.n_links] = 1
+        occ = self.board.occ
+        cluster = np.array([
+            np.log1p(view.time_s / F.HOUR), len(view.jobs) / self.max_jobs,
+            float(np.count_nonzero(~view.running)) / self.max_jobs,
+            self.board.free_slots() / topo.n_gpus, float(np.count_nonzero(view.gpu_tasks == 0)) / topo.n_gpus,
+            occ.cores_free.sum() / max(topo.server_cores.sum(), 1e-9),
+            occ.mem_free.sum() / max(topo.server_mem_gb.sum(), 1e-9),
+            max(n - self.k, 0) / self.max_jobs, np.log1p(self.decisions),
+        ], dtype=np.float32)
+        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        part = self.part
+        if part is None:
+            ctx[0] = 1.0
+        else:
+            ctx[1 if part.placing_worker else 2] = 1.0
+            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
+            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
+            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
+        obs = {
+            "jobs": jobs, "job_mask": jm, "gpus": self._gpus_m.copy(), "gpu_mask": gm,
+            "gpu_groups": self._gpu_groups.copy(), "sockets": self._socks_m.copy(), "socket_mask": sm,
+            "links": self._links_m.copy(), "link_mask": lm, "cluster": cluster, "context": ctx,
+            "current_job": cur, "action_mask": self._mask.copy(),
+        }
+        if self.agent_allocates:
+            obs["candidates"] = self._candidate_matrix()
+        return obs
+
+    def mask(self) -> np.ndarray:
+        """Valid actions of the current choice (int8, ``n_actions``)."""
+        return self._mask
+
+    def act(self, a: int) -> bool:
+        """Apply a valid action (``InvalidActionError`` otherwise). True while
+        the agent has more choices at this point."""
+        a = int(a)
+        if not (0 <= a < self.n_actions) or not self._mask[a]:
+            raise InvalidActionError(f"action {a}: {self.why_invalid(a)}")
+        if self.phase == ALLOCATE:
+            self._choose_candidate(a)
+        else:
+            self._place_task(a)
+        if self.phase == PLACE and self.part is not None:
+            return True
+        return self._next_choice()
+
+    def skip(self) -> bool:
+        """The current job waits whatever the mask says (*wait* in an
+        allocation phase, *defer* in a placement phase): the fallback of an
+        environment that tolerates invalid actions. Returns as ``act``."""
+        if self.phase == ALLOCATE:
+            self._choose_candidate(WAIT)
+        else:
+            self._place_task(self.defer_action)
+        if self.phase == PLACE and self.part is not None:
+            return True
+        return self._next_choice()
+
+    def decision(self) -> Decision:
+        """The finished point's ``Decision`` (with the idle rescue when
+        ``rescue_idle`` and it runs nothing)."""
+        if not self.placements and self.rescue_idle:
+            self._rescue_idle()
+        self.decisions += 1
+        return Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode)
+
+    # ------------------------------------------------------------ internals
+    def _effective(self, k: int, arch: str | None, mode: str | None) -> Job:
+        cur = self.view.jobs[k]  # type: ignore[union-attr]
+        base = self.base_jobs[cur.job_id]
+        a = arch if arch is not None and base.arch_open else cur.arch
+        m = mode if mode is not None and base.mode_open else cur.mode
+        return effective_job(base, a, m) if (a, m) != (cur.arch, cur.mode) else cur
+
+    def _next_choice(self) -> bool:
+        """Move to the next job that needs the agent; False when the point is done."""
+        view = self.view
+        assert view is not None
+        if self.agent_allocates:
+            while True:
+                self.k += 1
+                if self.k >= self.n_dec:
+                    return False
+                self.phase = ALLOCATE
+                self._cand_mask()
+                if not self.skip_forced or self._mask[1:].any():
+                    self._gpus_dirty = True
+                    return True
+                self.decided[self.k] = 1.0
+        while self.queue:
+            k, al = self.queue.pop(0)
+            self.k = k
+            job = self._effective(k, al.arch, al.mode)
+            if self.feas.place(view, self.board, job, al.workers, al.ps) is None:
+                continue  # cannot be placed now: it waits
+            self._begin_place(job, al.workers, al.ps)
+            self._gpus_dirty = True
+            return True
+        return False
+
+    def _rescue_idle(self) -> None:
+        """An empty decision with decision points at events would leave the
+        cluster idle until the time limit (no arrival or completion would
+        come to ask again), so the first job (arrival order) that the heuristic
+        placement can place at its request, or else with one worker, starts."""
+        view = self.view
+        assert view is not None
+        self.rescues += 1
+        for k, job in enumerate(view.jobs):
+            for w in (job.requested_gpus, 1):
+                pl = self.feas.place(view, self.board, job, w, job.num_ps_requested)
+                if pl is not None:
+                    self._commit(k, job, pl)
+                    return
+
+    # -------------------------------------------------------- allocation
+    def _cand_mask(self) -> None:
+        """Mask and features of the candidates of job ``k``."""
+        view, k, t = self.view, self.k, self.table
+        assert view is not None
+        cur = view.jobs[k]
+        base = self.base_jobs[cur.job_id]
+        K = t.size
+        valid = np.zeros(K, dtype=bool)
+        valid[WAIT] = True
+        pls: list[Placement | None] = [None] * K
+        cur_pl = view.placements[k]
+        if cur_pl is not None and self.board.occ.fits(cur, cur_pl):
+            valid[KEEP] = True
+            pls[KEEP] = cur_pl
+        slots = np.flatnonzero(
+            (t.workers > 0) & ~t.duplicate
+            & ((t.arch == ARCHS.index(cur.arch)) | base.arch_open)
+            & ((t.mode == MODES.index(cur.mode)) | base.mode_open)
+        )
+        room = self.feas.worker_room(self.board, cur)  # workers use the same resources in every variant
+        slots = slots[t.workers[slots] <= room]
+        jobs: dict[tuple[int, int], Job] = {}
+        for c in slots.tolist():
+            key = (int(t.arch[c]), int(t.mode[c]))
+            job = jobs.get(key)
+            if job is None:
+                job = jobs[key] = self._effective(k, ARCHS[key[0]], MODES[key[1]])
+            pl = self.feas.place(view, self.board, job, int(t.workers[c]), int(t.ps[c]))
+            if pl is not None:
+                valid[c] = True
+                pls[c] = pl
+        self._cand_pls = pls
+        self._cand_jobs = jobs
+        m = np.zeros(self.n_actions, dtype=np.int8)
+        m[:K] = valid
+        self._mask = m
+
+    def _choose_candidate(self, c: int) -> None:
+        view, k, t = self.view, self.k, self.table
+        assert view is not None
+        self.decided[k] = 1.0
+        if c == WAIT:
+            return
+        if c == KEEP:
+            job, pl = view.jobs[k], self._cand_pls[KEEP]
+            assert pl is not None
+            self.chosen[k] = pl.n_workers
+            self._commit(k, job, pl)
+            return
+        job = self._cand_jobs[(int(t.arch[c]), int(t.mode[c]))]
+        w, p = int(t.workers[c]), int(t.ps[c])
+        self.chosen[k] = w
+        if self.agent_places:
+            self._begin_place(job, w, p)
+            return
+        pl = self._cand_pls[c]
+        assert pl is not None
+        cur_pl = view.placements[k]
+        if cur_pl is not None and job is view.jobs[k] and cur_pl.n_workers == w and cur_pl.n_ps == p \
+                and self.board.occ.fits(job, cur_pl):
+            pl = cur_pl  # the same allocation: stay in place, no restart
+        self._commit(k, job, pl)
+
+    def _commit(self, k: int, job: Job, pl: Placement) -> None:
+        jid = job.job_id
+        self.board.commit(job, pl)
+        self.placements[jid] = pl
+        base = self.base_jobs[jid]
+        if base.arch_open:
+            self.arch[jid] = job.arch
+        if base.mode_open:
+            self.mode[jid] = job.mode
+        self._links_m[: self.n_links, -1] = self.board.link_jobs / 4.0
+        self._gpus_dirty = True
+
+    # --------------------------------------------------------- placement
+    def _begin_place(self, job: Job, w: int, p: int) -> None:
+        self.phase = PLACE
+        self.part = PartialPlacement(self.board, job, w, p)
+        self._place_mask()
+
+    def _place_mask(self) -> None:
+        part = self.part
+        assert part is not None
+        m = np.zeros(self.n_actions, dtype=np.int8)
+        G, S = self.topo.n_gpus, self.topo.n_sockets
+        o = self.place_off
+        if part.placing_worker:
+            m[o:o + G] = part.gpu_mask()
+        else:
+            m[o + self.max_gpus:o + self.max_gpus + S] = part.socket_mask()
+        if not m.any():
+            m[self.defer_action] = 1  # a dead end: the job waits
+        self._mask = m
+
+    def _place_task(self, a: int) -> None:
+        part = self.part
+        assert part is not None
+        self._gpus_dirty = True
+        if a == self.defer_action:
+            self.part = None
+            self.chosen[self.k] = 0.0
+            self.decided[self.k] = 1.0
+            return
+        o = self.place_off
+        if part.placing_worker:
+            part.place_worker(a - o)
+        else:
+            part.place_ps(a - o - self.max_gpus)
+        if part.complete:
+            self.part = None
+            self._commit(self.k, part.job, part.placement())
+            self.chosen[self.k] = part.n_workers
+            self.decided[self.k] = 1.0
+            return
+        self._place_mask()
+
+    def why_invalid(self, a: int) -> str:
+        """Why action ``a`` is not allowed now (the message of ``InvalidActionError``)."""
+        if not 0 <= a < self.n_actions:
+            return f"out of range 0..{self.n_actions - 1}"
+        if a < self.n_cand:
+            if self.phase != ALLOCATE:
+                return "an allocation candidate while a task is being placed"
+            t = self.table
+            what = {WAIT: "wait", KEEP: "keep the current allocation"}.get(
+                a, f"{t.workers[a]} workers, {t.ps[a]} PS, {ARCHS[t.arch[a]]}, {MODES[t.mode[a]]}")
+            return f"candidate {what} is masked for job {self.view.jobs[self.k].job_id}: " \
+                   "the job does not leave this choice open, it repeats another slot, or the " \
+                   f"{self.placement_policy.name} placement cannot place it on what is left"  # type: ignore[union-attr]
+        if self.phase == ALLOCATE:
+            return "a placement target while an allocation is being chosen"
+        if a == self.defer_action:
+            return "defer is only valid when no GPU or socket can take the task"
+        g = a - self.place_off
+        if self.part is not None and self.part.placing_worker:
+            return f"GPU {g} cannot take a worker of this job (no free slot, already holds one of its " \
+                   "workers, its server lacks CPU cores or memory, or a socket given for a worker)"
+        return f"socket index {g - self.max_gpus} cannot take a PS (its server lacks CPU cores or memory, " \
+               "or a GPU given for a PS)"
+
+    # ------------------------------------------------------- observation
+    def _speed(self, job: Job, w: int, p: int, bs: int) -> float:
+        key = (job.job_id, job.arch, job.mode, bs, w, p)
+        v = self._speed_cache.get(key)
+        if v is None:
+            v = 0.0 if w < 1 else float(self.view.perf.isolated_speed(job, w, p, bs))  # type: ignore[union-attr]
+            self._speed_cache[key] = v
+        return v
+
+    def _job_matrix(self, view: ClusterView, n: int) -> np.ndarray:
+        out = np.zeros((self.max_jobs, len(F.JOB_FEATURES)), dtype=np.float32)
+        if n == 0:
+            return out
+        jobs = view.jobs[:n]
+        bs = view.batch_sizes[:n]
+        cw = np.array([0 if p is None else p.n_workers for p in view.placements[:n]], dtype=float)
+        cp = np.array([0 if p is None else p.n_ps for p in view.placements[:n]], dtype=float)
+        req = np.array([self._speed(j, j.requested_gpus, j.num_ps_requested, int(b)) for j, b in zip(jobs, bs)])
+        w0 = cw.astype(int)
+        ps1 = [max(int(p), 1) if j.arch == "ps" else 0 for j, p in zip(jobs, cp)]
+        more = np.array([self._speed(j, int(w) + 1, p, int(b)) if w + 1 <= self.topo.n_gpus else 0.0
+                         for j, w, p, b in zip(jobs, w0, ps1, bs)])
+        now = np.array([self._speed(j, int(w), p, int(b)) for j, w, p, b in zip(jobs, w0, ps1, bs)])
+        req = np.maximum(req, 1e-12)
+        profs = [self.profiles[j.model] for j in jobs]
+        base = [self.base_jobs[j.job_id] for j in jobs]
+        prog, rem = view.progress[:n], view.remaining[:n]
+        o = out[:n]
+        o[:, 0] = 1.0
+        o[:, 4] = cw > 0
+        o[:, 5] = cw / F.WORKER_SCALE
+        o[:, 6] = cp / F.WORKER_SCALE
+        o[:, 7] = np.log1p(view.age_s()[:n] / F.HOUR)
+        o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
+        o[:, 9] = np.log1p(rem / req / F.HOUR)
+        o[:, 10] = view.speed[:n] / req
+        o[:, 11] = (more - now) / req
+        o[:, 12] = [p.params_mb / 1000.0 for p in profs]
+        o[:, 13] = [p.sample_time_s * 1000.0 for p in profs]
+        o[:, 14] = [j.requested_gpus / F.WORKER_SCALE for j in jobs]
+        o[:, 15] = [j.arch == "ps" for j in jobs]
+        o[:, 16] = [j.mode == "async" for j in jobs]
+        o[:, 17] = [b.arch_open for b in base]
+        o[:, 18] = [b.mode_open for b in base]
+        o[:, 19] = np.log1p(view.restarts[:n])
+        o[:, 20] = np.log1p(view.attained_gpu_s[:n] / F.HOUR)
+        self._req_speed = req
+        return np.clip(out, -F.BIG, F.BIG)
+
+    def _candidate_matrix(self) -> np.ndarray:
+        t, view, k = self.table, self.view, self.k
+        assert view is not None
+        out = np.zeros((t.size, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
+        if self.phase != ALLOCATE or k >= self.n_dec:
+            return out
+        valid = self._mask[: t.size].astype(bool)
+        cur = view.jobs[k]
+        bs = int(view.batch_sizes[k])
+        cur_pl = view.placements[k]
+        req = float(self._req_speed[k])
+        rem = float(view.remaining[k])
+        w = t.workers.astype(float).copy()
+        p = t.ps.astype(float).copy()
+        a = (t.arch == 0).astype(float)
+        m = (t.mode == 1).astype(float)
+        if cur_pl is not None:
+            w[KEEP], p[KEEP] = cur_pl.n_workers, cur_pl.n_ps
+            a[KEEP], m[KEEP] = cur.arch == "ps", cur.mode == "async"
+        sp = np.zeros(t.size)
+        servers = np.zeros(t.size)
+        for c in np.flatnonzero(valid).tolist():
+            if c == WAIT:
+                continue
+            if c == KEEP:
+                sp[c] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, int(w[c]), int(p[c]), bs)
+            else:
+                job = self._cand_jobs[(int(t.arch[c]), int(t.mode[c]))]
+                sp[c] = self._speed(job, int(w[c]), int(p[c]), bs)
+            pl = self._cand_pls[c]
+            if pl is not None:
+                servers[c] = np.unique(self.topo.gpu_server[list(pl.gpus)]).size
+        out[:, 0] = valid
+        out[WAIT, 1] = 1.0
+        out[KEEP, 2] = 1.0
+        out[:, 3] = w / F.WORKER_SCALE
+        out[:, 4] = p / F.WORKER_SCALE
+        out[:, 5] = a
+        out[:, 6] = m
+        out[:, 7] = sp / max(req, 1e-12)
+        with np.errstate(divide="ignore"):
+            out[:, 8] = np.where(sp > 0, np.log1p(rem / np.maximum(sp, 1e-12) / F.HOUR), 0.0)
+        restart = (w != (0 if cur_pl is None else cur_pl.n_workers)) | (p != (0 if cur_pl is None else cur_pl.n_ps))
+        restart |= (a != (cur.arch == "ps")) | (m != (cur.mode == "async"))
+        out[:, 9] = restart & (cur_pl is not None)
+        out[WAIT, 9] = cur_pl is not None
+        out[KEEP, 9] = 0.0
+        out[:, 10] = servers / 4.0
+        out[:, 11] = w / max(self.board.free_slots(), 1)
+        out[~valid] = 0.0
+        return np.clip(out, -F.BIG, F.BIG)

@@ -1,0 +1,134 @@
+"""``DecisionPoint`` on its own (no gym): a hand loop that steps a
+``Simulation`` and decides each point with random valid actions is the same
+episode as the environment's with the same seed; a scheduler built on it
+runs inside the engine."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from gymnasium.utils import seeding
+
+import hrlsched.envs  # noqa: F401  (registers the environments)
+from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.envs import (
+    AllocationEnv,
+    DecisionPoint,
+    HierarchicalEnv,
+    InvalidActionError,
+    PlacementEnv,
+    WorkloadPool,
+)
+from hrlsched.sim.engine import Simulator
+from tests.test_envs import SMALL, open_choices
+
+ENVS = {"allocation": AllocationEnv, "placement": PlacementEnv, "hierarchical": HierarchicalEnv}
+
+
+def pool(seed: int) -> WorkloadPool:
+    return WorkloadPool("default", [seed], [*SMALL, "workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.5,0.3,0.2]"],
+                        transform=open_choices)
+
+
+def env_episode(cls: type, p: WorkloadPool, seed: int, placement: str) -> tuple[list[dict], float, np.ndarray]:
+    env = cls(pool=p, placement=placement)
+    rng = np.random.default_rng(seed + 1)
+    obs, info = env.reset(seed=seed)
+    seen, done = [obs], False
+    while not done:
+        valid = np.flatnonzero(info["action_mask"])
+        obs, _, te, tr, info = env.step(int(valid[rng.integers(valid.size)]))
+        seen.append(obs)
+        done = te or tr
+    return seen[:-1], info["job_seconds"], env._sim.result().finish_s  # the last one is the terminal observation
+
+
+def hand_episode(cls: type, p: WorkloadPool, seed: int, placement: str) -> tuple[list[dict], float, np.ndarray]:
+    """The same episode without gym: the env's seeding, its Simulation, a DecisionPoint."""
+    np_random, _ = seeding.np_random(seed)
+    wseed = p.draw(np_random)
+    sim = p.simulation(wseed, 1, "events")
+    dp = DecisionPoint(p.built(wseed).topology, agent_allocates=cls.agent_allocates, agent_places=cls.agent_places,
+                       placement=placement, max_jobs=p.max_jobs(), rescue_idle=sim.points == "events")
+    dp.reset(np_random)
+    view = sim.reset(int(np_random.integers(2**31)))
+    rng = np.random.default_rng(seed + 1)
+    seen, job_s = [], 0.0
+    while view is not None:
+        if dp.begin(view):
+            more = True
+            while more:
+                obs = dp.observation()
+                assert np.array_equal(obs["action_mask"], dp.mask())
+                seen.append(obs)
+                valid = np.flatnonzero(dp.mask())
+                more = dp.act(int(valid[rng.integers(valid.size)]))
+        out = sim.step(dp.decision())
+        job_s += out.job_seconds
+        view = out.view
+    return seen, job_s, sim.result().finish_s
+
+
+@pytest.mark.parametrize("kind", list(ENVS))
+@pytest.mark.parametrize("placement", ["pack", "random"])
+def test_hand_loop_is_the_env_episode(kind: str, placement: str) -> None:
+    cls, seed = ENVS[kind], 5
+    a, job_a, fin_a = env_episode(cls, pool(seed), seed, placement)
+    b, job_b, fin_b = hand_episode(cls, pool(seed), seed, placement)
+    assert len(a) == len(b) > 0
+    for oa, ob in zip(a, b):
+        assert oa.keys() == ob.keys()
+        for k in oa:
+            np.testing.assert_array_equal(oa[k], ob[k], err_msg=k)
+    assert job_a == pytest.approx(job_b, rel=1e-12)
+    np.testing.assert_array_equal(fin_a, fin_b)
+    assert np.all(np.isfinite(fin_a)), "the small workload finishes"
+
+
+def test_invalid_action_raises_and_leaves_the_point_alone() -> None:
+    p = pool(3)
+    sim = p.simulation(3, 1, "events")
+    dp = DecisionPoint(p.built(3).topology, agent_allocates=True, agent_places=True, max_jobs=p.max_jobs())
+    dp.reset(np.random.default_rng(0))
+    view = sim.reset(0)
+    assert view is not None and dp.begin(view)
+    bad = int(np.flatnonzero(dp.mask() == 0)[-1])
+    before = dp.observation()
+    with pytest.raises(InvalidActionError, match=f"action {bad}"):
+        dp.act(bad)
+    after = dp.observation()
+    for k in before:
+        np.testing.assert_array_equal(before[k], after[k])
+
+
+class RandomAgent(Scheduler):
+    """A scheduler that decides every point with random valid actions: the
+    shape of an RL policy running inside the engine."""
+
+    name = "random-agent"
+    event_driven = True
+
+    def __init__(self, dp: DecisionPoint, seed: int) -> None:
+        self.dp = dp
+        self.rng = np.random.default_rng(seed)
+        self.choices = 0
+
+    def reset(self, topology, rng: np.random.Generator) -> None:  # noqa: ANN001
+        self.dp.reset(rng)
+
+    def decide(self, view: ClusterView) -> Decision:
+        more = self.dp.begin(view)
+        while more:
+            valid = np.flatnonzero(self.dp.mask())
+            more = self.dp.act(int(valid[self.rng.integers(valid.size)]))
+            self.choices += 1
+        return self.dp.decision()
+
+
+def test_scheduler_on_a_decision_point_runs_in_the_engine() -> None:
+    b = pool(4).built(4)
+    agent = RandomAgent(DecisionPoint(b.topology, agent_allocates=True, agent_places=True,
+                                      max_jobs=len(b.jobs)), seed=0)
+    res = Simulator(b.topology, b.jobs, b.perf, agent, b.engine, predictor=b.predictor).run()
+    assert agent.choices > 0
+    assert np.all(np.isfinite(res.finish_s))
