@@ -56,6 +56,7 @@ def simulate(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
     plots: Annotated[bool, typer.Option(help="write PNG plots")] = True,
     force: Annotated[bool, typer.Option(help="replace an earlier run's files in --out")] = False,
+    checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for --policy hrl (default: the shipped one)")] = None,  # noqa: UP045
 ) -> None:
     """Simulate one scenario under one policy and write the run directory."""
     from hrlsched.contract import InvalidDecisionError
@@ -64,7 +65,8 @@ def simulate(
     from hrlsched.units import format_metric
 
     try:
-        cfg = resolve_run_config(scenario, policy, seed, set_ or [])
+        extra = [f"checkpoint={checkpoint.resolve()}"] if checkpoint is not None else []
+        cfg = resolve_run_config(scenario, policy, seed, [*(set_ or []), *extra])
     except ConfigError as e:
         fail(str(e))
     try:  # before simulating: a wrong --out fails now, not after the run

@@ -189,6 +189,7 @@ class RunConfig(Strict):
     scenario: ScenarioConfig
     policy: str = "fifo"
     seed: int = Field(0, ge=0, description="a seed is an integer >= 0")
+    checkpoint: str | None = Field(None, description="the agent's checkpoint for policy hrl (default: shipped)")
 
 
 def _format_error(e: ValidationError, source: str) -> str:
@@ -252,7 +253,7 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
         if not eq or not key:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE, e.g. sim.round_s=20")
         key = key.strip()
-        if key.split(".")[0] not in ("scenario", "policy", "seed"):
+        if key.split(".")[0] not in ("scenario", "policy", "seed", "checkpoint"):
             key = "scenario." + key
         try:
             set_path(data, key, yaml.safe_load(raw))
@@ -289,4 +290,7 @@ def resolve_run_config(
 
 
 def dump_run_config(cfg: RunConfig) -> dict[str, Any]:
-    return cfg.model_dump(mode="json")
+    d = cfg.model_dump(mode="json")
+    if d.get("checkpoint") is None:
+        d.pop("checkpoint", None)  # only runs of the agent name one
+    return d

@@ -16,7 +16,7 @@ from hrlsched.sim.recorder import write_run
 
 def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None) -> SimResult:
     built = build_scenario(cfg.scenario, cfg.seed)
-    scheduler = make_scheduler(cfg.policy)
+    scheduler = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
     sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed,
                     predictor=built.predictor)
     return sim.run(progress)

@@ -4,8 +4,10 @@ the environment's ``pack`` placement for level 2), as DL2 warmed up from
 DRF before reinforcement learning.
 
 The loss is the cross-entropy of the teacher's action under the *masked*
-distribution (the same masking as in PPO); imitation accuracy is the share
-of steps where the network's greedy action is the teacher's, reported per
+distribution (the same masking as in PPO), where actions the observation
+cannot tell from the teacher's (identical GPUs) count as the teacher's
+(``equivalent_targets``); imitation accuracy is the share of steps where the
+network's greedy action is the teacher's or equivalent to it, reported per
 phase (allocation steps, placement steps).
 """
 
@@ -26,6 +28,8 @@ from hrlsched.agent.rollout import Trajectory
 class Dataset:
     obs: dict[str, np.ndarray]
     labels: np.ndarray
+    targets: np.ndarray  # (steps, actions) bool: the label and the actions equivalent to it
+
 
     @property
     def size(self) -> int:
@@ -37,8 +41,39 @@ def dataset(trajs: Sequence[Trajectory]) -> Dataset:
     if not trajs:
         raise ValueError("behaviour cloning: no recorded steps")
     keys = trajs[0].obs.keys()
-    return Dataset({k: np.concatenate([t.obs[k] for t in trajs]) for k in keys},
-                   np.concatenate([t.teacher for t in trajs]))
+    obs = {k: np.concatenate([t.obs[k] for t in trajs]) for k in keys}
+    labels = np.concatenate([t.teacher for t in trajs])
+    return Dataset(obs, labels, equivalent_targets(obs, labels))
+
+
+def equivalent_targets(obs: dict[str, np.ndarray], labels: np.ndarray) -> np.ndarray:
+    """The teacher's action and every valid action the observation cannot
+    tell from it: a GPU (socket) whose feature row equals the row of the
+    GPU (socket) the teacher chose. A heuristic breaks ties between
+    identical GPUs by index, which no index-free network can learn, so the
+    loss is the log of the probability of the whole tied set."""
+    mask = obs["action_mask"].astype(bool)
+    n, A = mask.shape
+    out = np.zeros((n, A), dtype=bool)
+    out[np.arange(n), labels] = True
+    G = obs["gpus"].shape[1]
+    S = obs["sockets"].shape[1]
+    off = A - G - S - 1  # the placement block is last: [candidates | GPUs | sockets | defer]
+    if off < 0 or "gpus" not in obs:
+        return out
+    for i in np.flatnonzero((labels >= off) & (labels < off + G + S)):
+        a = int(labels[i]) - off
+        rows, lo = (obs["gpus"][i], off) if a < G else (obs["sockets"][i], off + G)
+        j = a if a < G else a - G
+        same = (rows == rows[j]).all(1)
+        out[i, lo:lo + rows.shape[0]] |= same & mask[i, lo:lo + rows.shape[0]]
+    return out
+
+
+def set_log_prob(d: MaskedCategorical, targets: torch.Tensor) -> torch.Tensor:
+    """log of the probability of the target set."""
+    lp = torch.where(targets & d.mask, d.log_p, torch.full_like(d.log_p, float("-inf")))
+    return torch.logsumexp(lp, -1)
 
 
 def batch(obs: dict[str, np.ndarray], idx: np.ndarray) -> dict[str, torch.Tensor]:
@@ -60,9 +95,9 @@ def evaluate(net: HRLNet, data: Dataset, part: str, batch_size: int = 1024) -> d
             b = batch(data.obs, idx)
             logits, _ = net(b, part=part)
             d = MaskedCategorical(logits, b["action_mask"])
-            y = torch.from_numpy(data.labels[idx])
-            loss -= float(d.log_prob(y).sum())
-            hit[idx] = (d.greedy() == y).numpy()
+            tgt = torch.from_numpy(data.targets[idx])
+            loss -= float(set_log_prob(d, tgt).sum())
+            hit[idx] = tgt.gather(1, d.greedy()[:, None]).squeeze(1).numpy()
     alloc = data.obs["context"][:, 0] > 0.5  # phase "allocate"
     out = {"loss": loss / max(n, 1), "accuracy": float(hit.mean()) if n else 0.0, "steps": float(n)}
     if alloc.any():
@@ -87,7 +122,7 @@ def fit(net: HRLNet, train: Dataset, part: str, epochs: int = 5, lr: float = 1e-
             b = batch(train.obs, idx)
             logits, _ = net(b, part=part)
             d = MaskedCategorical(logits, b["action_mask"])
-            loss = -d.log_prob(torch.from_numpy(train.labels[idx])).mean()
+            loss = -set_log_prob(d, torch.from_numpy(train.targets[idx])).mean()
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(net.parameters(), 1.0)

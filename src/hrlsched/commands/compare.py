@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         seeds: Annotated[int, typer.Option(min=1, help="seeds per policy (0..K-1)")] = 3,
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
+        checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for policy hrl (default: the shipped one)")] = None,  # noqa: UP045
     ) -> None:
         """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots.
         Runs already done in OUT with the same config are kept (an interrupted
@@ -38,9 +39,12 @@ def register(app: typer.Typer) -> None:
         if dup:
             err.print(f"[red]error:[/red] --policies: {', '.join(dup)} named more than once")
             raise typer.Exit(2)
+        if checkpoint is not None and "hrl" not in names:
+            err.print("[red]error:[/red] --checkpoint: only policy hrl takes a checkpoint; add hrl to --policies")
+            raise typer.Exit(2)
         try:
             for p in names:
-                make_scheduler(p)
+                make_scheduler(p, checkpoint=str(checkpoint) if p == "hrl" and checkpoint is not None else None)
         except ValueError as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
@@ -49,7 +53,8 @@ def register(app: typer.Typer) -> None:
             task = bar.add_task("runs", total=len(names) * seeds)
             try:
                 run_compare(scenario, names, seeds, out, workers, set_ or [],
-                            lambda d, n: bar.update(task, completed=d, total=n))
+                            lambda d, n: bar.update(task, completed=d, total=n),
+                            checkpoint=str(checkpoint) if checkpoint is not None else None)
             except CompareInterrupted as e:
                 bar.stop()
                 print(str(e), file=sys.stderr)  # one plain line, never wrapped

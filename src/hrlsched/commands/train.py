@@ -36,7 +36,7 @@ def register(app: typer.Typer) -> None:
         from hrlsched.agent.checkpoint import CheckpointError
         from hrlsched.agent.train import TrainConfig, Trainer
 
-        err = Console(stderr=True)
+        err = Console(stderr=True, soft_wrap=True)  # log lines are never wrapped (paths stay whole)
         if backend not in ("local", "ray"):
             err.print(f"[red]error:[/red] --backend: expected local or ray, got {backend!r}")
             raise typer.Exit(2)

@@ -83,7 +83,9 @@ def compare(
     workers: int = 1,
     overrides: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    checkpoint: str | None = None,
 ) -> list[dict[str, Any]]:
+    """``checkpoint``: the agent's weights for policy ``hrl`` (None: shipped)."""
     out = Path(out)
     if not policies:
         raise ValueError("--policies: expected at least one policy name")
@@ -91,7 +93,9 @@ def compare(
     if dup:
         raise ValueError(f"--policies: {', '.join(dup)} named more than once")
     check_writable(out)
-    cfgs = [resolve_run_config(scenario, p, s, overrides or []) for p in policies for s in range(seeds)]
+    ck = [f"checkpoint={Path(checkpoint).resolve()}"] if checkpoint is not None else []
+    cfgs = [resolve_run_config(scenario, p, s, [*(overrides or []), *(ck if p == "hrl" else [])])
+            for p in policies for s in range(seeds)]
     results: dict[tuple[str, int], dict[str, Any]] = {}
     todo = []
     for c in cfgs:

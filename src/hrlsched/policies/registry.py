@@ -27,10 +27,20 @@ def register(kind: str, name: str, factory: Callable[[], object], summary: str, 
     table[name] = PolicyInfo(name, kind, factory, summary, paper)
 
 
-def make_scheduler(spec: str) -> Scheduler:
-    """``fifo``, ``fifo+pack``, or the name of a joint scheduler."""
+#: joint schedulers whose factory takes a checkpoint path (None: the shipped one)
+LEARNED = {"hrl"}
+
+
+def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
+    """``fifo``, ``fifo+pack``, or the name of a joint scheduler;
+    ``checkpoint``: the weights of a learned scheduler (``hrl``)."""
     name, _, place = spec.strip().partition("+")
+    if checkpoint is not None and name not in LEARNED:
+        raise ValueError(f"checkpoint {checkpoint!r}: policy {spec!r} takes no checkpoint "
+                         f"(only {sorted(LEARNED)} do)")
     if name in SCHEDULERS and not place:
+        if name in LEARNED:
+            return SCHEDULERS[name].factory(checkpoint)  # type: ignore[call-arg,return-value]
         return SCHEDULERS[name].factory()  # type: ignore[return-value]
     if name not in ALLOCATIONS:
         known = sorted(ALLOCATIONS) + sorted(SCHEDULERS)
@@ -45,6 +55,19 @@ def make_scheduler(spec: str) -> Scheduler:
 
 def all_policies() -> list[PolicyInfo]:
     return [*ALLOCATIONS.values(), *SCHEDULERS.values(), *PLACEMENTS.values()]
+
+
+def _hrl(checkpoint: str | None = None) -> Scheduler:
+    try:
+        from hrlsched.agent.policy import HRLScheduler
+    except ImportError as e:  # torch is an optional dependency of the package
+        raise ValueError(f"policy hrl needs torch ({e}); install the extra: pip install 'hrlsched[rl]'") from None
+    from hrlsched.agent.checkpoint import CheckpointError
+
+    try:
+        return HRLScheduler(checkpoint)
+    except CheckpointError as e:
+        raise ValueError(str(e)) from None
 
 
 def _register_builtins() -> None:
@@ -76,6 +99,9 @@ def _register_builtins() -> None:
              "Ghodsi et al., NSDI'11 (as DL2's baseline)")
     register("allocation", "tetris", Tetris, "multi-resource packing alignment + shortest remaining time",
              "Grandl et al., SIGCOMM'14")
+    register("scheduler", "hrl", _hrl,
+             "the hierarchical RL agent (allocation and placement; shipped checkpoint or --checkpoint)",
+             "this project (docs/agent.md)")
     register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
              "Peng et al., EuroSys'18")
     register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",
@@ -99,3 +125,4 @@ def _pollux_tiresias() -> AllocationPolicy:
 
 
 _register_builtins()
+

@@ -1,0 +1,190 @@
+"""The hierarchical agent: network shapes across cluster sizes, masked
+distributions, behaviour cloning, PPO, checkpoints, ``hrlsched train`` and
+the ``hrl`` policy."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from hrlsched.agent import bc  # noqa: E402
+from hrlsched.agent import checkpoint as ckpt  # noqa: E402
+from hrlsched.agent.distributions import MaskedCategorical  # noqa: E402
+from hrlsched.agent.nets import HRLNet, NetConfig  # noqa: E402
+from hrlsched.agent.rollout import RolloutSpec, make_env, run, to_tensors  # noqa: E402
+from hrlsched.agent.train import TrainConfig, Trainer  # noqa: E402
+
+TINY = ["workload.jobs=10", "workload.duration_h=0.5"]
+SMALL_NET = NetConfig(d=16, heads=2, job_layers=1, hidden=32)
+
+
+def tiny_kwargs(**kw: object) -> dict:
+    return {"scenario": "default", "overrides": TINY, "max_jobs": 16, **kw}
+
+
+def obs_for(gpus: int) -> dict:
+    servers = gpus // 8
+    env = make_env("all", 1000, {"scenario": "default", "max_jobs": 16,
+                                 "overrides": [*TINY, f"cluster.server_groups.0.count={servers}"]})
+    obs, _ = env.reset(seed=0)
+    return obs
+
+
+@pytest.mark.parametrize("gpus", [64, 256])
+def test_network_output_follows_the_cluster_size(gpus: int) -> None:
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET)  # one set of weights for every size
+    obs = obs_for(gpus)
+    assert obs["gpus"].shape[0] == gpus
+    logits, value = net(to_tensors(obs))
+    assert logits.shape == (1, obs["action_mask"].size)
+    assert value.shape == (1,)
+    # the same weights read the other size too
+    other = obs_for(64 if gpus == 256 else 256)
+    assert net(to_tensors(other))[0].shape == (1, other["action_mask"].size)
+
+
+def test_masked_actions_are_never_chosen() -> None:
+    g = torch.Generator().manual_seed(0)
+    for _ in range(200):
+        logits = torch.randn(8, 30, generator=g) * 5
+        mask = torch.rand(8, 30, generator=g) < 0.2
+        mask[torch.arange(8), torch.randint(0, 30, (8,), generator=g)] = True
+        d = MaskedCategorical(logits, mask)
+        a = d.sample(g)
+        assert bool(mask.gather(1, a[:, None]).all())
+        assert bool(mask.gather(1, d.greedy()[:, None]).all())
+        assert torch.isfinite(d.entropy()).all()
+        # masked logits get no gradient and no nan
+        lg = logits.clone().requires_grad_(True)
+        d2 = MaskedCategorical(lg, mask)
+        (d2.log_prob(a).sum() + d2.entropy().sum()).backward()
+        assert torch.isfinite(lg.grad).all() and bool((lg.grad[~mask] == 0).all())
+    with pytest.raises(ValueError, match="allows no action"):
+        MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool))
+
+
+def test_behaviour_cloning_lowers_the_imitation_loss() -> None:
+    torch.manual_seed(0)
+    data = run(RolloutSpec("all", tiny_kwargs(), 1000, [0], act="teacher", label=True))
+    ds = bc.dataset(data)
+    assert ds.size > 20 and (ds.labels >= 0).all()
+    net = HRLNet(SMALL_NET)
+    before = bc.evaluate(net, ds, "all")
+    bc.fit(net, ds, "all", epochs=20, lr=3e-3)
+    after = bc.evaluate(net, ds, "all")
+    assert after["loss"] < 0.7 * before["loss"]
+    assert after["accuracy"] > before["accuracy"]
+    assert "accuracy_allocate" in after and "accuracy_place" in after
+
+
+def test_teacher_in_the_env_tracks_its_heuristic() -> None:
+    """Optimus through the candidate menu with pack placement finishes the
+    workload within 15% of optimus+pack run by the engine."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    kw = {"scenario": "default", "overrides": ["workload.jobs=40", "workload.duration_h=2"], "max_jobs": 64}
+    tr = run(RolloutSpec("allocate", kw, 0, [0], act="teacher", record=False))[0]
+    assert tr.terminated
+    res = simulate(resolve_run_config("default", "optimus+pack", 0, kw["overrides"]))
+    ref = float(summary(res, "optimus+pack", "default")["avg_jct_s"])
+    assert abs(tr.avg_jct_s / ref - 1) < 0.15, (tr.avg_jct_s, ref)
+
+
+def test_ppo_improves_on_a_random_policy(tmp_path: Path) -> None:
+    cfg = TrainConfig(overrides=TINY, level="1", max_jobs=16, train_seeds=[1000], valid_seeds=[1000], minutes=None,
+                      steps=2500, workers=0, rollouts=4, bc_episodes=0, lr=3e-3, epochs=4, minibatch=128,
+                      horizon_start_h=10.0, ent_coef=0.0, ent_coef_end=0.0, eval_every_min=1e9, net=SMALL_NET.to_dict())
+    tr = Trainer(cfg, tmp_path, log=lambda s: None)
+    spec = lambda act: RolloutSpec("allocate", cfg.env_kwargs(), 1000, [1, 2, 3, 4], net_config=tr._payload_net(),  # noqa: E731
+                                   state_dict=tr.net.state_dict(), act=act, record=False)
+    before = np.mean([t.rewards.sum() for t in run(spec("sample"))])
+    tr.run()
+    after = np.mean([t.rewards.sum() for t in run(spec("sample"))])
+    assert after > before, (before, after)
+    rows = (tmp_path / "metrics.csv").read_text().splitlines()
+    assert len(rows) >= 3 and rows[0].startswith("iteration,")
+
+
+def test_train_refuses_evaluation_seeds(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="evaluation"):
+        TrainConfig(train_seeds=[5, 1000]).validate()
+    with pytest.raises(ValueError, match="evaluation"):
+        TrainConfig(valid_seeds=[99]).validate()
+    out = subprocess.run([sys.executable, "-m", "hrlsched.cli", "train", "--out", str(tmp_path / "x"),
+                          "--seeds", "0-10", "--steps", "10"], capture_output=True, text=True)
+    assert out.returncode == 2 and "evaluation" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_checkpoint_round_trip_and_schema_check(tmp_path: Path) -> None:
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    path = tmp_path / "a.pt"
+    ckpt.save(path, ckpt.policy_payload(net, "allocate", tiny_kwargs()))
+    ck = ckpt.load(path)
+    net2 = ckpt.build_net(ck)
+    obs = to_tensors(obs_for(64))
+    with torch.inference_mode():
+        assert torch.equal(net(obs, part="allocate")[0], net2(obs, part="allocate")[0])
+    # another feature schema is refused with what differs
+    bad = dict(ck)
+    bad["schema"] = {**ck["schema"], "jobs": ck["schema"]["jobs"][:-1]}
+    torch.save(bad, tmp_path / "b.pt")
+    with pytest.raises(ckpt.CheckpointError, match="jobs: checkpoint has 20 features"):
+        ckpt.load(tmp_path / "b.pt")
+    (tmp_path / "c.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(ckpt.CheckpointError, match="not a readable"):
+        ckpt.load(tmp_path / "c.pt")
+
+
+def test_hrl_policy_runs_in_the_engine(tmp_path: Path) -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.policies.registry import make_scheduler
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    net = HRLNet(SMALL_NET)
+    path = tmp_path / "hrl.pt"
+    ckpt.save(path, ckpt.policy_payload(net, "all", tiny_kwargs()))
+    cfg = resolve_run_config("default", "hrl", 0, [*TINY, f"checkpoint={path}"])
+    res = simulate(cfg)
+    assert summary(res, "hrl", "default")["jobs_completed"] == 10
+    with pytest.raises(ValueError, match="takes no checkpoint"):
+        make_scheduler("fifo", checkpoint=str(path))
+    with pytest.raises(ValueError, match="no such checkpoint"):
+        make_scheduler("hrl", checkpoint=str(tmp_path / "missing.pt"))
+
+
+@pytest.mark.slow
+def test_killed_training_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "hrlsched.cli", "train", "--out", str(out), "--level", "1", "--workers", "0",
+           "--steps", "100000", "--seeds", "1000-1002", *sum((["--set", s] for s in TINY), []),
+           "--option", "bc_episodes=0", "--option", "checkpoint_every_min=0", "--option", "eval_every_min=1000",
+           "--option", "max_jobs=16", "--option", "rollouts=2", "--option", "valid_seeds=[100]",
+           "--option", f"net={SMALL_NET.to_dict()}"]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not ((out / "last.pt").exists() and (out / "metrics.csv").exists()
+                                          and len((out / "metrics.csv").read_text().splitlines()) >= 3):
+        time.sleep(0.5)
+    os.killpg(p.pid, signal.SIGKILL)
+    p.wait()
+    ck = ckpt.load(out / "last.pt")
+    assert ck["iteration"] >= 1
+    res = subprocess.run([*cmd[:4], "--out", str(out), "--resume", "--steps", str(ck["env_steps"] + 500)],
+                         capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert f"resumed from {out / 'last.pt'}: iteration {ck['iteration']}" in res.stderr.replace("\n", " ")
+    assert ckpt.load(out / "last.pt")["iteration"] > ck["iteration"]
