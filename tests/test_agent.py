@@ -188,3 +188,16 @@ def test_killed_training_resumes(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert f"resumed from {out / 'last.pt'}: iteration {ck['iteration']}" in res.stderr.replace("\n", " ")
     assert ckpt.load(out / "last.pt")["iteration"] > ck["iteration"]
+
+
+@pytest.mark.slow
+def test_training_on_a_local_ray_instance(tmp_path: Path) -> None:
+    pytest.importorskip("ray")
+    from hrlsched.agent.ray_pool import RayRolloutPool
+
+    cfg = TrainConfig(overrides=TINY, level="1", max_jobs=16, train_seeds=[1000, 1001], valid_seeds=[100],
+                      minutes=None, steps=300, workers=2, rollouts=2, bc_episodes=0, eval_every_min=1e9,
+                      net=SMALL_NET.to_dict())
+    res = Trainer(cfg, tmp_path, log=lambda s: None, pool=RayRolloutPool(2)).run()
+    assert res["iterations"] >= 1 and res["env_steps"] >= 300
+    assert (tmp_path / "last.pt").exists() and (tmp_path / "best.pt").exists()

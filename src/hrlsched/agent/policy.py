@@ -35,6 +35,15 @@ def shipped_checkpoint() -> Path:
     return Path(str(resources.files("hrlsched.agent") / "checkpoints" / SHIPPED))
 
 
+def trim_jobs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Drop the padded job rows: the network is invariant to their number,
+    and attention over padding is most of the cost on a large cluster."""
+    n = max(int(obs["job_mask"].sum()), 1)
+    for k in ("jobs", "job_mask", "current_job"):
+        obs[k] = obs[k][:n]
+    return obs
+
+
 class HRLScheduler(Scheduler):
     name = "hrl"
     decision_points = "events"
@@ -70,7 +79,7 @@ class HRLScheduler(Scheduler):
         more = dp.begin(view)
         with torch.inference_mode():
             while more:
-                obs = dp.observation()
+                obs = trim_jobs(dp.observation())
                 batch = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
                 logits, _ = self.net(batch, part=self.part)
                 a = int(MaskedCategorical(logits, batch["action_mask"]).greedy())

@@ -13,6 +13,11 @@ from rich.console import Console
 
 
 def register(app: typer.Typer) -> None:
+    register_train(app)
+    register_curve(app)
+
+
+def register_train(app: typer.Typer) -> None:
     @app.command()
     def train(
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
@@ -137,3 +142,56 @@ def _pool(backend: str, workers: int):  # noqa: ANN202
     from hrlsched.agent.rollout import RolloutPool
 
     return RolloutPool(workers)
+
+
+def register_curve(app: typer.Typer) -> None:
+    @app.command("train-curve")
+    def train_curve(
+        run: Annotated[Path, typer.Option(help="a training run directory (metrics.csv, config.yaml)")],
+        out: Annotated[Path, typer.Option(help="the plot (PNG); a CSV of the curve is written beside it")],
+        heuristic: Annotated[str, typer.Option(help="the heuristic drawn as a line")] = "optimus+pack",
+    ) -> None:
+        """Plot held-back avg JCT against training wall time, with a heuristic's
+        figure on the same seeds as a line; writes PNG and CSV."""
+        import csv
+
+        import numpy as np
+        import yaml
+
+        from hrlsched.config import resolve_run_config
+        from hrlsched.io import write_text
+        from hrlsched.run import simulate
+        from hrlsched.sim.metrics import summary
+
+        err = Console(stderr=True, soft_wrap=True)
+        try:
+            cfg = yaml.safe_load((run / "config.yaml").read_text())
+            rows = list(csv.DictReader((run / "metrics.csv").open()))
+        except (OSError, yaml.YAMLError) as e:
+            err.print(f"[red]error:[/red] --run {run}: {e}")
+            raise typer.Exit(2) from None
+        pts = [(float(r["wall_s"]) / 60, float(r["valid_avg_jct_h"])) for r in rows
+               if r.get("valid_avg_jct_h") not in ("", "nan", None)]
+        seeds = cfg["valid_seeds"]
+        ref = float(np.mean([summary(simulate(resolve_run_config(cfg["scenario"], heuristic, s, cfg["overrides"])),
+                                     heuristic, cfg["scenario"])["avg_jct_s"] for s in seeds])) / 3600
+        lines = ["wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
+        lines += [f"{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in pts]
+        write_text(out.with_suffix(".csv"), "\n".join(lines) + "\n")
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots(figsize=(6, 3.5))
+        ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label="hrl (greedy)")
+        ax.axhline(ref, color="k", ls="--", label=heuristic)
+        ax.set_xlabel("training wall time (min)")
+        ax.set_ylabel(f"avg JCT (h), seeds {seeds[0]}-{seeds[-1]}")
+        ax.set_title(f"hrl training on {cfg['scenario']} (level {cfg['level']})")
+        ax.legend()
+        fig.tight_layout()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        fig.savefig(out, dpi=120)
+        print(f"wrote {out} and {out.with_suffix('.csv')}; {heuristic} {ref:.3f} h, best hrl "
+              f"{min(j for _, j in pts):.3f} h")

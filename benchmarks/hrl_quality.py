@@ -1,0 +1,95 @@
+"""Quality of the hierarchical agent against the heuristics, paired by seed,
+with the lower bound beside it (evaluation seeds 0..N-1, which training
+never sees).
+
+For each scenario: every heuristic and ``hrl`` on the same seeds (runs kept
+under ``--out`` and reused when re-run with the same configs, as
+``hrlsched compare`` does), then one row per seed: the agent's average JCT,
+the best heuristic of the scenario (lowest mean over the seeds, chosen
+after the fact: the agent is not told which), their ratio, and the bound.
+
+    .venv/bin/python benchmarks/hrl_quality.py [--checkpoint PATH] [--seeds 5] [--scenario NAME ...]
+
+Scenarios (default: all four):
+- ``default``: the scenario the shipped checkpoint was trained on (its
+  generator, seeds >= 1000); target: 10% below the best heuristic;
+- ``comm``: ``default`` with 10 Gbit/s NICs and PCIe switches shared by
+  4 GPUs (communication and placement matter more); target: no worse;
+- ``large``: ``default`` at 256 GPUs (32 servers) with 4x the jobs;
+  target: no worse, without retraining;
+- ``pollux-w6``: a real-trace workload (Pollux's workload 6, measured
+  backend; needs ../shared/data); target: no worse.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "tetris", "tiresias-gittins", "fifo"]
+SCENARIOS: dict[str, tuple[str, list[str]]] = {
+    "default": ("default", []),
+    "comm": ("default", ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches_per_socket=1",
+                         "cluster.server_groups.0.gpus_per_switch=4"]),
+    "large": ("default", ["cluster.server_groups.0.count=32", "workload.jobs=800"]),
+    "pollux-w6": ("pollux-w6", []),
+}
+
+
+def per_seed(out: Path, policy: str, seeds: int) -> np.ndarray:
+    d = out / "runs" / policy.replace("+", "_")
+    return np.array([json.loads((d / f"seed{s}" / "summary.json").read_text())["avg_jct_s"] for s in range(seeds)])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", help="agent checkpoint (default: the shipped one)")
+    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--out", default="bench-out/hrl-quality")
+    ap.add_argument("--policies", default=",".join(HEURISTICS), help="the heuristics to compare with")
+    args = ap.parse_args()
+    from hrlsched.experiments.compare import compare
+
+    heur = [p for p in args.policies.split(",") if p]
+    status = 0
+    for name in args.scenario or list(SCENARIOS):
+        scen, overrides = SCENARIOS[name]
+        out = Path(args.out) / name
+        try:
+            rows = compare(scen, [*heur, "hrl"], args.seeds, out, args.workers, overrides, checkpoint=args.checkpoint)
+        except (ValueError, FileNotFoundError) as e:
+            print(f"== {name}: skipped ({e})")
+            continue
+        bound = next(r for r in rows if r["policy"] == "lower bound")["avg_jct_s"]
+        means = {p: per_seed(out, p, args.seeds) for p in [*heur, "hrl"]}
+        best = min(heur, key=lambda p: means[p].mean())
+        agent, ref = means["hrl"], means[best]
+        from hrlsched.config import resolve_run_config
+        from hrlsched.experiments.bound import BestRates, lower_bound
+        from hrlsched.scenario import build_scenario
+
+        cfg = resolve_run_config(scen, None, None, overrides).scenario
+        built = [build_scenario(cfg, s) for s in range(args.seeds)]
+        rates = BestRates(built[0].perf)
+        bounds = [lower_bound(b, rates=rates)["avg_jct_s"] for b in built]
+        print(f"== {name} ({scen} {' '.join(overrides)}): best heuristic {best}; avg JCT in hours")
+        print(f"{'seed':>4} {'hrl':>7} {best:>18} {'hrl/best':>9} {'bound':>7}")
+        for s in range(args.seeds):
+            print(f"{s:>4} {agent[s] / 3600:>7.3f} {ref[s] / 3600:>18.3f} {agent[s] / ref[s]:>9.3f} {bounds[s] / 3600:>7.3f}")
+        ratio = agent.mean() / ref.mean()
+        print(f"mean {agent.mean() / 3600:>7.3f} {ref.mean() / 3600:>18.3f} {ratio:>9.3f} {bound / 3600:>7.3f}   "
+              f"(hrl better on {int((agent < ref).sum())}/{args.seeds} seeds; "
+              f"{(ratio - 1) * 100:+.1f}% vs {best})")
+        others = ", ".join(f"{p} {means[p].mean() / 3600:.3f}" for p in sorted(heur, key=lambda p: means[p].mean()))
+        print(f"     heuristics: {others}")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
