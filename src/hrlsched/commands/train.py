@@ -33,6 +33,7 @@ def register_train(app: typer.Typer) -> None:
         option: Annotated[Optional[list[str]], typer.Option("--option", help="training setting: name=value (see config.yaml)")] = None,  # noqa: UP045
         resume: Annotated[bool, typer.Option(help="continue from OUT/last.pt with OUT/config.yaml")] = False,
         seed: Annotated[int, typer.Option(min=0, help="training seed (sampling, shuffling)")] = 0,
+        agent: Annotated[str, typer.Option(help="hrl (this project's agent), dl2 or harmony")] = "hrl",
     ) -> None:
         """Train the agent; writes checkpoints every few minutes and keeps the
         best one on held-back seeds (100-104)."""
@@ -45,6 +46,22 @@ def register_train(app: typer.Typer) -> None:
         if backend not in ("local", "ray"):
             err.print(f"[red]error:[/red] --backend: expected local or ray, got {backend!r}")
             raise typer.Exit(2)
+        if agent not in AGENTS:
+            err.print(f"[red]error:[/red] --agent: expected one of {sorted(AGENTS)}, got {agent!r}")
+            raise typer.Exit(2)
+        if agent != "hrl":
+            # the RL schedulers of the literature train with their own algorithms (their modules)
+            import importlib
+
+            mod = importlib.import_module(AGENTS[agent])
+            try:
+                code = mod.train_command(scenario=scenario, out=out, minutes=minutes, steps=steps, workers=workers,
+                                         seeds=parse_seeds(seeds) if seeds else None, overrides=list(set_ or []),
+                                         resume=resume, seed=seed, init=init, backend=backend, log=err)
+            except (ValueError, TypeError) as e:
+                err.print(f"[red]error:[/red] {e}")
+                raise typer.Exit(2) from None
+            raise typer.Exit(code or 0)
         cfg_path = out / "config.yaml"
         try:
             if resume:
@@ -120,6 +137,9 @@ def _typed(name: str, current: object, text: str) -> object:
         return yaml.safe_load(text)
     except ValueError:
         raise ValueError(f"--option {name}={text}: expected a value like {current!r}") from None
+
+
+AGENTS = {"hrl": "hrlsched.agent.train", "dl2": "hrlsched.agent.dl2", "harmony": "hrlsched.agent.harmony"}
 
 
 def parse_seeds(text: str) -> list[int]:
