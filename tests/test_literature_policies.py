@@ -263,3 +263,28 @@ def test_gandiva_fair_trade_gains_both_users() -> None:
     assert fast["a"] + slow["a"] / ratio["a"] > 4.0 + 4.0 / ratio["a"]  # a, in fast-GPU units
     assert fast["b"] * ratio["b"] + slow["b"] > 4.0 * ratio["b"] + 4.0  # b, in slow-GPU units
     assert fast["a"] + fast["b"] == pytest.approx(8.0) and slow["a"] + slow["b"] == pytest.approx(8.0)
+
+
+def test_pollux_batched_step_times_match_the_application(measured) -> None:
+    from hrlsched.policies.pollux import even_split, step_times
+
+    _, model = measured
+    for app in model.apps.values():
+        loc = np.array([app.min_local_bsz, (app.min_local_bsz + app.max_local_bsz) / 2, app.max_local_bsz], float)
+        for pl in [(1,), (4,), (2, 2), (4, 4, 4), even_split(7, 25)]:
+            st, sy = step_times(app, pl, loc)
+            for x, t, y in zip(loc, st, sy):
+                try:
+                    want = app.get_throughput(pl, float(x))
+                except ValueError:
+                    want = (np.nan, np.nan)
+                assert np.allclose(want, (t, y), rtol=1e-9, equal_nan=True)
+
+
+def test_hetero_scenario_has_three_gpu_types() -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+
+    built = build_scenario(resolve_run_config("hetero", "gavel", 0).scenario, 0)
+    assert set(built.topology.gpu_type_names) == {"K80", "P100", "V100"}
+    assert sorted(np.unique(built.topology.gpu_speed).round(2).tolist()) == [0.22, 0.6, 1.0]

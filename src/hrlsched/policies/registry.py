@@ -90,7 +90,7 @@ def _register_builtins() -> None:
     # --- literature schedulers (issue 18) ---
     from hrlsched.policies.pollux import Pollux
 
-    register("scheduler", "pollux", lambda: Pollux(population=50, generations=20),
+    register("scheduler", "pollux", lambda: Pollux(population=50, generations=30, patience=8),
              "goodput (throughput x statistical efficiency) with batch size tuned to the allocation; "
              "evolutionary search of the p-power mean of speedups; re-allocation penalty; one distributed job per server",
              "Qiao et al., OSDI'21")
