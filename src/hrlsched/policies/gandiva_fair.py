@@ -116,7 +116,11 @@ class GandivaFair(Scheduler):
         occ = Occupancy(view)
         out: dict[int, Placement] = {}
         ran: list[int] = []
-        for ti, ty in enumerate(self.types):
+        # Fastest type first: the jobs with the lowest pass get the fastest GPUs they have share of.
+        speed = [float(topo.gpu_speed[topo.gpu_type == ty].mean()) for ty in self.types]
+        for ti in np.argsort(speed)[::-1]:
+            ti = int(ti)
+            ty = self.types[ti]
             # Tickets of each job on this type: its user's share of the type, split over its jobs.
             tick = np.array([self.share.get(j.user, np.zeros(len(self.types)))[ti] / per_user[j.user]
                              for j in view.jobs])
