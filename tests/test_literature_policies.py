@@ -288,3 +288,31 @@ def test_hetero_scenario_has_three_gpu_types() -> None:
     built = build_scenario(resolve_run_config("hetero", "gavel", 0).scenario, 0)
     assert set(built.topology.gpu_type_names) == {"K80", "P100", "V100"}
     assert sorted(np.unique(built.topology.gpu_speed).round(2).tolist()) == [0.22, 0.6, 1.0]
+
+
+# ------------------------------------------------------------- reproduce
+def test_reproduce_reads_the_published_table(shared_data) -> None:
+    from hrlsched.experiments.reproduce import POLLUX_TABLE, format_table, published
+
+    means = {p: np.mean(list(published(p, shared_data).values())) / 3600 for p in POLLUX_TABLE}
+    assert [round(means[p], 2) for p in ("tiresias-pollux", "optimus-oracle", "pollux")] == [1.12, 1.58, 0.76]
+    text = format_table({"rows": [{"label": "Pollux", "ours_h": 0.8, "published_h": 0.76, "diff_pct": 5.3}]})
+    assert "Pollux" in text and "+5.3%" in text
+
+
+def test_reproduce_command_rejects_a_bad_workload() -> None:
+    from typer.testing import CliRunner
+
+    from hrlsched.cli import app
+
+    res = CliRunner().invoke(app, ["reproduce", "pollux", "--workloads", "9"])
+    assert res.exit_code == 2 and "1..8" in res.output
+
+
+@pytest.mark.slow
+def test_reproduce_pollux_table_within_15_percent(shared_data) -> None:
+    from hrlsched.experiments.reproduce import reproduce_pollux
+
+    res = reproduce_pollux(workers=2)
+    for row in res["rows"]:
+        assert row["unfinished"] == 0 and abs(row["diff_pct"]) <= 15.0, row["label"]
