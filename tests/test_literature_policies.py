@@ -316,3 +316,18 @@ def test_reproduce_pollux_table_within_15_percent(shared_data) -> None:
     res = reproduce_pollux(workers=2)
     for row in res["rows"]:
         assert row["unfinished"] == 0 and abs(row["diff_pct"]) <= 15.0, row["label"]
+
+
+def test_gandiva_still_starts_jobs_on_free_gpus_next_to_a_packed_pair(topo: Topology, perf: OptimusModel) -> None:
+    from hrlsched.policies.gandiva import Gandiva
+
+    a = job(0, gpus=4, arch="allreduce", model="vgg-16", samples=1e7)
+    b = job(1, gpus=4, arch="allreduce", model="vgg-16", samples=1e7)
+    c = job(2, arrival=60.0, gpus=4, arch="allreduce", model="vgg-16", samples=1e7)
+    shared = Placement((0, 1, 2, 3))
+    view = make_view(topo, perf, [a, b, c], placements=[shared, shared, None], time_s=120.0)
+    g = Gandiva()
+    g.reset(topo, np.random.default_rng(0))
+    g.packed = {1: 0}
+    pl = g.decide(view).placements[2]
+    assert not set(pl.gpus) & {0, 1, 2, 3}

@@ -120,6 +120,9 @@ class Gandiva(Scheduler):
         occ.commit_many([view.jobs[idx[j]] for j in out], list(out.values()))
         excl = Occupancy(view, 1)  # exclusive view: GPUs with no task at all
         excl.commit_many([view.jobs[idx[j]] for j in out], list(out.values()))
+        # A packed GPU carries two tasks; as an exclusive slot it is simply taken
+        # (a negative count would make every later fit check fail).
+        np.maximum(excl.gpu_free, 0, out=excl.gpu_free)
         still: list[int] = []
         for k in waiting:
             job = view.jobs[k]
