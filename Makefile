@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/hrlsched simulate --scenario default --policy fifo --out runs/demo --seed 0
+	$(VENV)/bin/hrlsched simulate --scenario default --policy fifo --out runs/demo --seed 0 --force
 	@echo "run directory: runs/demo"
 
 test: $(STAMP)

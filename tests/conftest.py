@@ -35,3 +35,49 @@ def shared_data() -> Path:
     if not SHARED_DATA.exists():
         pytest.skip(f"public data folder {SHARED_DATA} is absent (see ../shared/data/SOURCES.md)")
     return SHARED_DATA
+
+
+
+def fuzz_tally_dir() -> Path:
+    """Where fuzz tests leave their case counts for the session summary: set
+    by the controller before xdist starts its workers, which inherit it."""
+    import os
+
+    return Path(os.environ["HRLSCHED_FUZZ_TALLY"])
+
+
+def pytest_configure(config) -> None:  # noqa: ANN001
+    import os
+    import tempfile
+
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller's folder
+        os.environ["HRLSCHED_FUZZ_TALLY"] = config.workerinput["hrlsched_fuzz_tally"]
+    elif "HRLSCHED_FUZZ_TALLY" not in os.environ:
+        os.environ["HRLSCHED_FUZZ_TALLY"] = tempfile.mkdtemp(prefix="hrlsched-fuzz-")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:  # noqa: ANN001
+    import os
+
+    node.workerinput["hrlsched_fuzz_tally"] = os.environ["HRLSCHED_FUZZ_TALLY"]
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:  # noqa: ANN001
+    """Say how many random cases the engine fuzz tests tried."""
+    import json
+    import shutil
+
+    if hasattr(config, "workerinput"):  # xdist workers: the controller reports
+        return
+    d = fuzz_tally_dir()
+    if not d.is_dir():
+        return
+    total: dict[str, int] = {}
+    for f in d.glob("*.json"):
+        for k, v in json.loads(f.read_text()).items():
+            total[k] = total.get(k, 0) + v
+    shutil.rmtree(d, ignore_errors=True)
+    if total:
+        terminalreporter.write_line("engine fuzz: " + ", ".join(f"{v} {k}" for k, v in sorted(total.items()))
+                                    + " cases tried")

@@ -14,12 +14,15 @@ def test_compare_writes_table_and_plots(tmp_path: Path) -> None:
     assert r.exit_code == 0, r.output
     with open(out / "comparison.csv") as fh:
         rows = list(csv.DictReader(fh))
-    assert [row["policy"] for row in rows] == ["fifo", "srtf+balance"]
-    assert all(float(row["jobs_completed"]) == 20 for row in rows)
+    assert [row["policy"] for row in rows] == ["fifo", "srtf+balance", "lower bound"]
+    assert all(float(row["jobs_completed"]) == 20 for row in rows[:2])
+    floor = float(rows[2]["avg_jct_s"])
+    assert 0 < floor <= min(float(row["avg_jct_s"]) for row in rows[:2])
     assert rows[0]["avg_jct_s_ci95"] != ""
     for f in ("comparison.md", "jct_cdf.png", "utilisation.png", "runs/fifo/seed1/summary.json", "runs/srtf_balance/seed0/jobs.csv"):
         assert (out / f).stat().st_size > 0
-    assert "| fifo |" in (out / "comparison.md").read_text()
+    md = (out / "comparison.md").read_text()
+    assert "| fifo |" in md and md.strip().splitlines()[-1].startswith("| lower bound |")
 
 
 def test_compare_refuses_unknown_policy(tmp_path: Path) -> None:

@@ -33,7 +33,7 @@ job_st = st.tuples(
 def make_jobs(specs) -> list[Job]:
     return [
         Job(job_id=i, arrival_s=a, model=m, total_samples=s, batch_size=CATALOGUE[m].default_batch,
-            requested_gpus=g, arch=arch, mode=mode)
+            requested_gpus=g, arch="ps" if mode == "async" else arch, mode=mode)  # no async all-reduce
         for i, (a, m, s, g, arch, mode) in enumerate(specs)
     ]
 
@@ -54,8 +54,9 @@ def test_fifo_completes_every_job_and_conserves_work(specs) -> None:
     # each job runs at one speed: work = speed x (running time - restart delay).
     for j, prod, hold in zip(res.jobs, res.productive_s, res.hold_s):
         pl = PERF.compact_placement(j.requested_gpus, j.num_ps_requested)
-        speed = PERF.alone_speed(j, Placement(tuple(range(j.requested_gpus)), pl.ps_sockets))
-        assert prod * speed == pytest.approx(j.total_samples, rel=1e-6)
+        full = Placement(tuple(range(j.requested_gpus)), pl.ps_sockets)
+        rate = PERF.alone_speed(j, full) * PERF.efficiency([j], [full], np.array([j.batch_size]), np.zeros(1))[0]
+        assert prod * rate == pytest.approx(j.total_samples, rel=1e-6)
         assert hold - prod == pytest.approx(CATALOGUE[j.model].restart_s, abs=1e-6)
 
 

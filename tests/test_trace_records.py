@@ -71,11 +71,11 @@ def test_trace_jobs_run_for_their_duration_alone() -> None:
     topo = Topology.from_spec(small_spec())
     perf = OptimusModel(topo, CATALOGUE)
     recs = [TraceRecord("a", 0.0, 4, 3600.0), TraceRecord("b", 5.0, 64, 100.0), TraceRecord("c", 6.0, 1, 10.0)]
-    jobs = to_jobs(recs, perf, np.random.default_rng(0), oversize="cap")
+    jobs = to_jobs(recs, perf.work_sizer(), np.random.default_rng(0), oversize="cap")
     assert [j.requested_gpus for j in jobs] == [4, 16, 1]
     for j, r in zip(jobs, recs):
         assert j.total_samples / perf.isolated_speed(j, j.requested_gpus, j.num_ps_requested) == pytest.approx(r.duration_s)
-    assert len(to_jobs(recs, perf, np.random.default_rng(0), oversize="drop")) == 2
+    assert len(to_jobs(recs, perf.work_sizer(), np.random.default_rng(0), oversize="drop")) == 2
     # Heavier jobs (more GPU-time) get models that cost more per iteration.
     cost = [CATALOGUE[j.model].theta[0] * CATALOGUE[j.model].default_batch + CATALOGUE[j.model].theta[1] for j in jobs]
     assert cost[0] >= cost[2]

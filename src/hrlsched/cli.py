@@ -6,14 +6,37 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from hrlsched.config import ConfigError, builtin_scenarios, load_yaml, resolve_run_config
+from hrlsched.errors import ConfigError
+
+if TYPE_CHECKING:
+    from hrlsched.config import RunConfig
+
+
+# hrlsched.config (pydantic models, and numpy through the cluster spec) is imported on first
+# use, so that `--help` and the commands that read no config do not pay for it.
+def resolve_run_config(*args: Any, **kwargs: Any) -> RunConfig:
+    from hrlsched.config import resolve_run_config as resolve
+
+    return resolve(*args, **kwargs)
+
+
+def builtin_scenarios() -> dict[str, Path]:
+    from hrlsched.config import builtin_scenarios as scenarios
+
+    return scenarios()
+
+
+def load_yaml(path: Path) -> dict[str, Any]:
+    from hrlsched.config import load_yaml as load
+
+    return load(path)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Hierarchical-RL cluster scheduling: simulate, compare, calibrate.")
 console = Console(stderr=True)
@@ -32,14 +55,25 @@ def simulate(
     seed: Annotated[Optional[int], typer.Option(help="seed of the workload and the policy")] = None,  # noqa: UP045
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
     plots: Annotated[bool, typer.Option(help="write PNG plots")] = True,
+    force: Annotated[bool, typer.Option(help="replace an earlier run's files in --out")] = False,
 ) -> None:
     """Simulate one scenario under one policy and write the run directory."""
     from hrlsched.contract import InvalidDecisionError
+    from hrlsched.outdir import OutputDirError, prepare_run_dir
     from hrlsched.run import run_to_dir
+    from hrlsched.units import format_metric
 
     try:
         cfg = resolve_run_config(scenario, policy, seed, set_ or [])
     except ConfigError as e:
+        fail(str(e))
+    try:  # before simulating: a wrong --out fails now, not after the run
+        import yaml
+
+        from hrlsched.config import dump_run_config
+
+        prepare_run_dir(out, yaml.safe_dump(dump_run_config(cfg), sort_keys=False), force=force)
+    except OutputDirError as e:
         fail(str(e))
     with Progress(
         TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
@@ -51,16 +85,17 @@ def simulate(
             bar.update(task, total=total, completed=done, jobs=f"{done}/{total} jobs, t={t / 3600:.1f} h")
 
         try:
-            summ = run_to_dir(cfg, out, tick, plots=plots)
+            summ = run_to_dir(cfg, out, tick, plots=plots, force=force)
         except (ConfigError, InvalidDecisionError, ValueError, KeyError) as e:
             fail(str(e))
     table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")
     table.add_column("metric")
     table.add_column("value", justify="right")
     for k, v in summ.items():
-        table.add_row(k, f"{v:.4g}" if isinstance(v, float) else str(v))
+        table.add_row(k, format_metric(k, v))
     Console().print(table)
-    console.print(f"wrote {out}/ (config.yaml, jobs.csv, rounds.csv, summary.json, plots)")
+    files = "config.yaml, jobs.csv, rounds.csv, summary.json" + (", jct_cdf.png, timeline.png" if plots else "")
+    console.print(f"wrote {out}/ ({files}; times in seconds in summary.json)")
 
 
 @app.command()

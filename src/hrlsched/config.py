@@ -15,10 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hrlsched.cluster.spec import ClusterSpec
-
-
-class ConfigError(ValueError):
-    """A configuration value is invalid; the message names the field."""
+from hrlsched.errors import ConfigError as ConfigError  # apart, so that the CLI names it alone
 
 
 class Strict(BaseModel):
@@ -30,6 +27,21 @@ class SimSettings(Strict):
     max_time_s: float = Field(90 * 86400.0, gt=0, description="stop the simulation at this time")
     restart_s: float | None = Field(None, ge=0, description="checkpoint-restart delay; null: per model")
     restart_on_first_start: bool = True
+    decision_points: Literal["round", "events", "every"] | None = Field(
+        None, description="when the scheduler is asked: every round, at arrivals/completions, or every "
+        "decision_every rounds; null: the scheduler's own (events for event-driven policies, else round)"
+    )
+    decision_every: int = Field(1, ge=1, description="rounds between decision points for decision_points: every")
+
+
+class PredictorSettings(Strict):
+    """What policies may know: the model behind ``ClusterView.perf`` and the
+    error of their predictions (``sim.predictor``); oracle policies see the truth."""
+
+    backend: str | None = Field(None, description="perf backend of the predictor; null: the simulator's own model")
+    options: dict[str, Any] = Field(default_factory=dict, description="options of that backend")
+    noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted speeds")
+    work_noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted total work")
 
 
 class PerfSettings(Strict):
@@ -54,7 +66,10 @@ class SyntheticWorkload(Strict):
     duration_min_s: float = Field(120.0, gt=0)
     duration_max_s: float = Field(3 * 86400.0, gt=0)
     allreduce_fraction: float = Field(0.4, ge=0, le=1)
-    async_fraction: float = Field(0.0, ge=0, le=1)
+    async_fraction: float = Field(0.0, ge=0, le=1, description="asynchronous jobs (parameter server only)")
+    open_fraction: float = Field(
+        0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (drawn arch/mode: their default)"
+    )
     users: int = Field(8, gt=0)
 
     @model_validator(mode="after")
@@ -89,6 +104,9 @@ class JobConversion(Strict):
     mix: dict[str, float] | None = Field(None, description="{model: weight} for model_assignment: mix")
     models: list[str] | None = Field(None, description="models for model_assignment: gpu_time (null: the DL2 models)")
     allreduce_fraction: float = Field(0.4, ge=0, le=1, description="of jobs not of a Pollux application")
+    open_fraction: float = Field(
+        0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (besides 'any' in the trace)"
+    )
 
     @model_validator(mode="after")
     def _check_conv(self) -> JobConversion:
@@ -164,12 +182,13 @@ class ScenarioConfig(Strict):
     workload: WorkloadConfig
     sim: SimSettings = Field(default_factory=SimSettings)
     perf: PerfSettings = Field(default_factory=PerfSettings)
+    predictor: PredictorSettings = Field(default_factory=PredictorSettings)
 
 
 class RunConfig(Strict):
     scenario: ScenarioConfig
     policy: str = "fifo"
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="a seed is an integer >= 0")
 
 
 def _format_error(e: ValidationError, source: str) -> str:
@@ -194,10 +213,14 @@ def builtin_scenarios() -> dict[str, Path]:
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
+    if path.is_dir():
+        raise ConfigError(f"{path}: is a directory; expected a scenario YAML file or a run's config.yaml")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not a text (UTF-8) file (byte {e.start}); expected a scenario YAML") from None
     except yaml.YAMLError as e:
         raise ConfigError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(data, dict):
@@ -258,6 +281,8 @@ def resolve_run_config(
     if policy is not None:
         data["policy"] = policy
     if seed is not None:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise ConfigError(f"--seed {seed}: a seed is an integer >= 0")
         data["seed"] = seed
     apply_overrides(data, overrides or [])
     return parse_run_config(data, source)

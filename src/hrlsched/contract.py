@@ -1,9 +1,21 @@
-"""What a scheduler sees (``ClusterView``) and what it returns (``Decision``)."""
+"""The scheduler contract: what a scheduler sees (``ClusterView``), what it
+returns (``Decision``) and what it is (``Scheduler``). The engine
+(``hrlsched.sim``) types against this module only; policies and the RL agent
+implement ``Scheduler``.
+
+What a policy may know is kept apart from the simulator's truth: a view's
+``perf`` and ``remaining`` are the *predictor's* (by default the simulator's
+own model with no error, so that the two coincide); a scheduler marked
+``oracle = True`` is given the true model and the true remaining work.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -13,14 +25,23 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 
+# When the engine asks for a decision: every round; only at rounds where a job
+# arrived or finished; or every ``k`` rounds (rounds whose index is a multiple of k).
+DecisionPoints = Literal["round", "events", "every"]
+ARCHS = ("ps", "allreduce")
+MODES = ("sync", "async")
+
 
 @dataclass(frozen=True, eq=False)
 class ClusterView:
-    """A read-only snapshot at the start of a round.
+    """A read-only snapshot at a decision point.
 
     Per-job arrays are aligned with ``jobs``: the active jobs (arrived, not
-    finished) in arrival order. ``remaining`` is the true remaining work: only
-    oracle policies (SRTF with true remaining time) may read it.
+    finished) in arrival order. ``jobs`` carry each job's *effective*
+    architecture and mode (its own, or what a decision chose where the job
+    leaves them open). ``perf`` is the predictor the policy may use and
+    ``remaining`` the predicted remaining work; both are the truth when the
+    predictor has no error, or for an ``oracle`` scheduler.
     """
 
     time_s: float
@@ -28,10 +49,10 @@ class ClusterView:
     round_s: float
     topology: Topology
     catalogue: Mapping[str, ModelProfile]
-    perf: PerformanceModel
+    perf: PerformanceModel  # the predictor (the true model for an oracle scheduler)
     jobs: list[Job]
     progress: np.ndarray  # samples done
-    remaining: np.ndarray  # samples left (oracle)
+    remaining: np.ndarray  # samples left, as predicted (true for an oracle scheduler)
     attained_gpu_s: np.ndarray  # GPU-seconds held so far
     running_s: np.ndarray  # seconds holding resources so far
     restarts: np.ndarray
@@ -68,13 +89,64 @@ class ClusterView:
 
 @dataclass
 class Decision:
-    """The placement of every job that runs in the next round (absent: the
-    job waits, or is preempted), and optionally a batch size per job (for
-    policies that tune it)."""
+    """The placement of every job that runs until the next decision point
+    (absent: the job waits, or is preempted); optionally, per job, a batch
+    size (for policies that tune it), an architecture (``"ps"`` or
+    ``"allreduce"``) and a mode (``"sync"`` or ``"async"``), only for jobs
+    that leave them open (``Job.arch_open``/``mode_open``). A job not named in
+    ``arch``/``mode`` keeps its current effective value. Changing a running
+    job's placement, batch size, architecture or mode restarts it."""
 
     placements: dict[int, Placement] = field(default_factory=dict)
     batch_sizes: dict[int, int] = field(default_factory=dict)
+    arch: dict[int, str] = field(default_factory=dict)
+    mode: dict[int, str] = field(default_factory=dict)
 
 
 class InvalidDecisionError(ValueError):
     """A scheduler returned a decision the cluster cannot carry out."""
+
+
+class Scheduler(ABC):
+    """Reads a ``ClusterView``, returns a ``Decision``.
+
+    Attributes the engine reads:
+
+    - ``event_driven``: the decision only changes when a job arrives or
+      finishes, so the engine may ask only then (``decision_points`` None
+      means ``"events"`` when this is true, ``"round"`` otherwise).
+    - ``decision_points`` / ``decision_every``: when to ask (see
+      ``DecisionPoints``); a scenario's ``sim.decision_points`` overrides it.
+    - ``max_tasks_per_gpu``: most workers (of any jobs) a decision may put on
+      one GPU (time-slicing).
+    - ``oracle``: the scheduler is given the true remaining work and the true
+      performance model instead of the predictor's.
+    """
+
+    name: str = "scheduler"
+    event_driven: bool = False
+    decision_points: DecisionPoints | None = None
+    decision_every: int = 1
+    max_tasks_per_gpu: int = 1
+    oracle: bool = False
+
+    def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
+        """Called once before a run."""
+
+    @abstractmethod
+    def decide(self, view: ClusterView) -> Decision: ...
+
+    def points(self) -> tuple[DecisionPoints, int]:
+        """When this scheduler wants to be asked: (mode, k)."""
+        if self.decision_points is not None:
+            return self.decision_points, int(self.decision_every)
+        return ("events" if self.event_driven else "round"), 1
+
+
+def effective_job(job: Job, arch: str, mode: str) -> Job:
+    """``job`` with a chosen architecture and mode (a PS job then requests at
+    least one PS). The same object when nothing changes."""
+    if arch == job.arch and mode == job.mode:
+        return job
+    ps = max(job.requested_ps, 1) if arch == "ps" else job.requested_ps
+    return dataclasses.replace(job, arch=arch, mode=mode, requested_ps=ps)  # type: ignore[arg-type]

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hrlsched.config import RunConfig, dump_run_config
+from hrlsched.outdir import prepare_run_dir
 from hrlsched.policies.registry import make_scheduler
 from hrlsched.scenario import build_scenario
 from hrlsched.sim.engine import SimResult, Simulator
@@ -16,12 +17,22 @@ from hrlsched.sim.recorder import write_run
 def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None) -> SimResult:
     built = build_scenario(cfg.scenario, cfg.seed)
     scheduler = make_scheduler(cfg.policy)
-    sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed)
+    sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed,
+                    predictor=built.predictor)
     return sim.run(progress)
 
 
 def run_to_dir(
-    cfg: RunConfig, out: str | Path, progress: Callable[[float, int, int], None] | None = None, plots: bool = True
+    cfg: RunConfig,
+    out: str | Path,
+    progress: Callable[[float, int, int], None] | None = None,
+    plots: bool = True,
+    force: bool = False,
 ) -> dict[str, Any]:
+    """Simulate and write the run directory; ``out`` is checked first (see
+    ``hrlsched.outdir``), so a wrong directory fails before the simulation."""
+    import yaml
+
+    prepare_run_dir(out, yaml.safe_dump(dump_run_config(cfg), sort_keys=False), force=force)
     res = simulate(cfg, progress)
     return write_run(out, res, dump_run_config(cfg), cfg.policy, cfg.scenario.name, plots_on=plots)

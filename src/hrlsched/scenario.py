@@ -13,6 +13,7 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.config import ScenarioConfig
 from hrlsched.core.catalogue import CATALOGUE
 from hrlsched.core.job import Job
+from hrlsched.core.sizing import WorkSizer
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.perf.registry import make_perf_model
 from hrlsched.sim.engine import EngineConfig
@@ -21,7 +22,7 @@ from hrlsched.workload.generator import build_generated_workload
 from hrlsched.workload.synthetic import generate_synthetic
 from hrlsched.workload.trace import build_trace_workload
 
-WorkloadBuilder = Callable[[Any, PerformanceModel, np.random.Generator], list[Job]]
+WorkloadBuilder = Callable[[Any, WorkSizer, np.random.Generator], list[Job]]
 WORKLOAD_BUILDERS: dict[str, WorkloadBuilder] = {
     "synthetic": generate_synthetic,
     "trace": build_trace_workload,
@@ -50,6 +51,7 @@ class BuiltScenario:
     perf: PerformanceModel
     jobs: list[Job]
     engine: EngineConfig
+    predictor: PerformanceModel | None = None  # None: policies predict with ``perf``
 
 
 def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
@@ -59,11 +61,20 @@ def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
     # The workload has its own stream so that a policy's randomness never changes the jobs.
     rng = np.random.default_rng([seed, 0x5EED])
     builder = WORKLOAD_BUILDERS[cfg.workload.kind]
-    jobs = builder(cfg.workload, perf, rng)
+    # The builders get what sizes work (core.sizing), not the performance model.
+    jobs = builder(cfg.workload, perf.work_sizer(), rng)
     eng = EngineConfig(
         round_s=cfg.sim.round_s,
         max_time_s=cfg.sim.max_time_s,
         restart_s=cfg.sim.restart_s,
         restart_on_first_start=cfg.sim.restart_on_first_start,
+        decision_points=cfg.sim.decision_points,
+        decision_every=cfg.sim.decision_every,
+        predictor_noise=cfg.predictor.noise,
+        work_noise=cfg.predictor.work_noise,
     )
-    return BuiltScenario(cfg, topo, perf, jobs, eng)
+    pred = cfg.predictor
+    predictor = (
+        make_perf_model(pred.backend, topo, CATALOGUE, **_resolve_options(pred.options)) if pred.backend else None
+    )
+    return BuiltScenario(cfg, topo, perf, jobs, eng, predictor)

@@ -21,13 +21,23 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
     ) -> None:
-        """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots."""
+        """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots.
+        Runs already done in OUT with the same config are kept (an interrupted
+        comparison resumes by running the same command again)."""
         from hrlsched.config import ConfigError
+        from hrlsched.experiments.compare import CompareInterrupted
         from hrlsched.experiments.compare import compare as run_compare
         from hrlsched.policies.registry import make_scheduler
 
         err = Console(stderr=True)
         names = [p.strip() for p in policies.split(",") if p.strip()]
+        if not names:
+            err.print("[red]error:[/red] --policies: expected at least one policy name, e.g. fifo,optimus+pack")
+            raise typer.Exit(2)
+        dup = sorted({p for p in names if names.count(p) > 1})
+        if dup:
+            err.print(f"[red]error:[/red] --policies: {', '.join(dup)} named more than once")
+            raise typer.Exit(2)
         try:
             for p in names:
                 make_scheduler(p)
@@ -40,6 +50,10 @@ def register(app: typer.Typer) -> None:
             try:
                 run_compare(scenario, names, seeds, out, workers, set_ or [],
                             lambda d, n: bar.update(task, completed=d, total=n))
+            except CompareInterrupted as e:
+                bar.stop()
+                print(str(e), file=sys.stderr)  # one plain line, never wrapped
+                raise typer.Exit(130) from None
             except (ConfigError, ValueError, FileNotFoundError) as e:
                 err.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2) from None

@@ -68,6 +68,10 @@ def register(app: typer.Typer) -> None:
         """Print every fidelity figure of the performance models against public measurements."""
         from hrlsched.workload.trace import data_dir as default_dir
 
+        if data_dir is not None and not data_dir.is_dir():
+            typer.echo(f"error: --data-dir {data_dir}: no such directory; expected the public data folder "
+                       "(see ../shared/data/SOURCES.md)", err=True)
+            raise typer.Exit(2)
         figs, skipped = collect(data_dir or default_dir())
         if json_out:
             print(json.dumps({"figures": figs, "skipped": skipped}, indent=2, sort_keys=True))

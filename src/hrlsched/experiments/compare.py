@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import signal
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -14,20 +16,52 @@ import numpy as np
 from scipy import stats
 
 from hrlsched.cluster import Topology
-from hrlsched.config import RunConfig, load_yaml, resolve_run_config
+from hrlsched.config import RunConfig, dump_run_config, load_yaml, resolve_run_config
 from hrlsched.io import write_text
+from hrlsched.outdir import check_writable
 from hrlsched.sim import plots
 
+BOUND = "lower bound"  # the last row of a comparison
 METRICS = ["avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s", "gpu_util_mean", "avg_queue_s",
            "max_ftf", "restarts_total", "jobs_completed"]
+
+
+class CompareInterrupted(Exception):
+    """Ctrl-C during a comparison: the runs finished so far are on disk."""
+
+    def __init__(self, done: int, total: int, out: Path) -> None:
+        super().__init__(f"interrupted: {done} of {total} runs done, kept in {out}")
+        self.done, self.total, self.out = done, total, out
+
+
+def _ignore_sigint() -> None:
+    # Ctrl-C reaches the whole process group; only the parent handles it, so
+    # that workers do not each print a traceback.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _run_one(cfg_json: str, out: str) -> tuple[str, int, dict[str, Any]]:
     from hrlsched.run import run_to_dir
 
     cfg = RunConfig.model_validate_json(cfg_json)
-    summ = run_to_dir(cfg, out, plots=False)
+    # compare owns its runs/ folders: an unfinished earlier attempt is replaced
+    summ = run_to_dir(cfg, out, plots=False, force=True)
     return cfg.policy, cfg.seed, summ
+
+
+def finished_run(cfg: RunConfig, out: Path) -> dict[str, Any] | None:
+    """The summary of a run already done with this exact config (for resume)."""
+    import yaml
+
+    summ, conf = out / "summary.json", out / "config.yaml"
+    if not (summ.is_file() and conf.is_file()):
+        return None
+    if conf.read_text(errors="replace") != yaml.safe_dump(dump_run_config(cfg), sort_keys=False):
+        return None
+    try:
+        return json.loads(summ.read_text())
+    except ValueError:
+        return None
 
 
 def interval(values: list[float]) -> tuple[float, float]:
@@ -51,26 +85,57 @@ def compare(
     progress: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     out = Path(out)
+    if not policies:
+        raise ValueError("--policies: expected at least one policy name")
+    dup = sorted({p for p in policies if policies.count(p) > 1})
+    if dup:
+        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
+    check_writable(out)
     cfgs = [resolve_run_config(scenario, p, s, overrides or []) for p in policies for s in range(seeds)]
     results: dict[tuple[str, int], dict[str, Any]] = {}
-    jobs = [(c.model_dump_json(), str(out / "runs" / c.policy.replace("+", "_") / f"seed{c.seed}")) for c in cfgs]
-    done = 0
-    if workers <= 1:
-        for cj, o in jobs:
-            p, s, summ = _run_one(cj, o)
-            results[(p, s)] = summ
-            done += 1
-            if progress:
-                progress(done, len(jobs))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futs = [pool.submit(_run_one, cj, o) for cj, o in jobs]
-            for f in as_completed(futs):
-                p, s, summ = f.result()
+    todo = []
+    for c in cfgs:
+        run_dir = out / "runs" / c.policy.replace("+", "_") / f"seed{c.seed}"
+        prev = finished_run(c, run_dir)
+        if prev is not None:  # resume: a run already done with the same config
+            results[(c.policy, c.seed)] = prev
+        else:
+            todo.append((c.model_dump_json(), str(run_dir)))
+    total = len(cfgs)
+    if progress:
+        progress(len(results), total)
+    try:
+        if workers <= 1:
+            for cj, o in todo:
+                p, s, summ = _run_one(cj, o)
                 results[(p, s)] = summ
-                done += 1
                 if progress:
-                    progress(done, len(jobs))
+                    progress(len(results), total)
+        else:
+            pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
+            try:
+                futs = [pool.submit(_run_one, cj, o) for cj, o in todo]
+                for f in as_completed(futs):
+                    p, s, summ = f.result()
+                    results[(p, s)] = summ
+                    if progress:
+                        progress(len(results), total)
+            except BaseException:
+                # Stop now: drop queued runs and end the running ones (a run
+                # writes its directory only when it is whole, so none is left half).
+                procs = list((getattr(pool, "_processes", None) or {}).values())
+                pool.shutdown(wait=False, cancel_futures=True)
+                for proc in procs:
+                    proc.terminate()
+                for proc in procs:
+                    proc.join(timeout=5)
+                raise
+            pool.shutdown()
+    except KeyboardInterrupt:
+        # Count what is on disk: a run may have finished after its last report.
+        done = sum(finished_run(c, out / "runs" / c.policy.replace("+", "_") / f"seed{c.seed}") is not None
+                   for c in cfgs)
+        raise CompareInterrupted(done, total, out) from None
     rows = []
     for p in policies:
         row: dict[str, Any] = {"policy": p, "seeds": seeds}
@@ -79,8 +144,26 @@ def compare(
             row[m] = mean
             row[f"{m}_ci95"] = half
         rows.append(row)
+    rows.append(bound_row(cfgs[:seeds]))
     write_outputs(out, scenario, rows, policies, seeds)
     return rows
+
+
+def bound_row(cfgs: list[RunConfig]) -> dict[str, Any]:
+    """The floor under every policy's row: the lower bound on average JCT
+    (``experiments.bound``: each job alone at its best allocation) on the same
+    seeds; the other columns do not apply."""
+    from hrlsched.experiments.bound import BestRates, lower_bound
+    from hrlsched.scenario import build_scenario
+
+    built = [build_scenario(c.scenario, c.seed) for c in cfgs]
+    rates = BestRates(built[0].perf)  # one search shared by the seeds (same cluster and model)
+    vals = [lower_bound(b, rates=rates)["avg_jct_s"] for b in built]
+    row: dict[str, Any] = {"policy": BOUND, "seeds": len(cfgs)}
+    for m in METRICS:
+        row[m], row[f"{m}_ci95"] = float("nan"), float("nan")
+    row["avg_jct_s"], row["avg_jct_s_ci95"] = interval(vals)
+    return row
 
 
 def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies: list[str], seeds: int) -> None:
@@ -97,6 +180,8 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
 
     def pm(r: dict[str, Any], m: str, scale: float = 1.0, fmt: str = ".2f") -> str:
         v, h = r[m], r[f"{m}_ci95"]
+        if v != v:
+            return "-"
         return f"{v / scale:{fmt}}" + ("" if h != h else f" ± {h / scale:{fmt}}")
 
     for r in rows:
@@ -104,7 +189,7 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
                   f"{pm(r, 'gpu_util_mean')} | {pm(r, 'avg_queue_s', 3600)} | {pm(r, 'max_ftf')} | {pm(r, 'restarts_total', 1, '.0f')} |")
     write_text(out / "comparison.md", "\n".join(md) + "\n")
     jcts, series = {}, {}
-    for p in policies:
+    for p in [p for p in policies if p != BOUND]:
         run = out / "runs" / p.replace("+", "_") / "seed0"
         with open(run / "jobs.csv") as fh:
             jcts[p] = np.array([float(x["jct_s"]) if x["jct_s"] else np.nan for x in csv.DictReader(fh)])
@@ -113,5 +198,6 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
         series[p] = {k: np.array([float(x[k]) for x in rr]) for k in ("time_s", "gpus_busy", "jobs_queued")}
     cfg = load_yaml(out / "runs" / policies[0].replace("+", "_") / "seed0" / "config.yaml")
     n_gpus = Topology.from_spec(RunConfig.model_validate(cfg).scenario.cluster).n_gpus
-    plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: JCT CDF (seed 0)")
-    plots.plot_timeline(series, n_gpus, out / "utilisation.png")
+    plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: job completion times (CDF), seed 0")
+    plots.plot_timeline(series, n_gpus, out / "utilisation.png",
+                        title=f"{scenario}: GPU utilisation and queue over time, seed 0")

@@ -50,8 +50,14 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   worker of the job on its busiest server (no GPUDirect: transfers are
   staged through the host); ``straggler`` is the synchronisation wait per
   extra worker, as a share of compute.
-- Async jobs: each worker runs at its own pace; the job's speed is the sum of
-  its workers' local batch / t_i.
+- Async jobs (parameter server only; ``perf.asynchrony``): no barrier, so
+  no straggler wait; each worker runs at its own pace on its own mini-batch
+  (``batch_size``) and the job's speed is the sum of its workers' local
+  batch / t_i, with t_i its own compute plus the job's overheads and its
+  communication bottleneck (the PS links are still shared, with the job's
+  other workers and with other jobs). Staleness costs statistical
+  efficiency (``efficiency``, ``perf.options.staleness_penalty``). Async
+  all-reduce is refused with a ValueError.
 
 Per-job traffic (the (link, bytes) rows) is cached per placement
 signature; the rows of all placements not yet seen are built in one pass
@@ -81,7 +87,8 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
-from hrlsched.perf.base import PerformanceModel, gpu_share_counts
+from hrlsched.perf.asynchrony import DEFAULT_STALENESS_PENALTY, refuse_async_allreduce
+from hrlsched.perf.base import PerformanceModel, gpu_share_counts, theta_speed_ceiling
 
 # Fitted by ``python -m hrlsched.calibration.interference --write DATA``.
 PARAMS_FILE = Path(__file__).with_name("interference.yaml")
@@ -116,8 +123,9 @@ class AnalyticModel(PerformanceModel):
         ring_spread_eff: float = 1.0,
         host_staging: float = 0.0,
         straggler: float = 0.0,
+        staleness_penalty: float = DEFAULT_STALENESS_PENALTY,
     ) -> None:
-        super().__init__(topology, catalogue)
+        super().__init__(topology, catalogue, staleness_penalty)
         if ref_gbps <= 0:
             raise ValueError(f"perf.options.ref_gbps: expected > 0, got {ref_gbps}")
         if iterations < 1:
@@ -294,15 +302,42 @@ class AnalyticModel(PerformanceModel):
         n = len(jobs)
         if n == 0:
             return np.zeros(0)
-        t = self.topology
         batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
         sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
         if self._last is not None and self._last[0] == sig:
             return self._last[1].copy()
+        out = self._solve(jobs, placements, batch, isolated=False)
+        self._last = (sig, out.copy())
+        return out
+
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each job's speed alone on the cluster at its placement (as
+        ``alone_speed``), for many (job, placement) pairs in one vectorised
+        solve: the pairs do not see each other."""
+        if not jobs:
+            return np.zeros(0)
+        batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
+        return self._solve(jobs, placements, batch, isolated=True)
+
+    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
+        """Speeds of ``jobs``: all together (they share GPUs, sockets and
+        links), or each alone (``isolated``)."""
+        n = len(jobs)
+        t = self.topology
         profs = [self.profile(j) for j in jobs]
         theta = np.array([p.theta for p in profs], dtype=float)
         sens = np.array([p.compute_sensitivity for p in profs]) * self.interference_scale
         sync = np.array([j.mode == "sync" for j in jobs])
+        if not sync.all():
+            refuse_async_allreduce(jobs, self.name)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         ps = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
         local = np.where(sync, batch / w, batch).astype(float)
@@ -311,12 +346,20 @@ class AnalyticModel(PerformanceModel):
         gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(w.sum()))
         wjob = np.repeat(np.arange(n), w)
         sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=int(ps.sum()))
-        share = gpu_share_counts(placements, t.n_gpus)[gflat]
-        tasks_sock = np.bincount(t.gpu_socket[gflat], minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
         sock = t.gpu_socket[gflat]
+        if isolated:  # only the job's own tasks; its workers are on distinct GPUs
+            share = np.ones(gflat.size)
+            keys = wjob * t.n_sockets + sock
+            u_keys, u_cnt = np.unique(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
+                                      return_counts=True)
+            on_sock = u_cnt[np.searchsorted(u_keys, keys)]
+        else:
+            share = gpu_share_counts(placements, t.n_gpus)[gflat]
+            tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
+            on_sock = tasks_sock[sock]
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
-        pressure = (tasks_sock[sock] - 1) / self.socket_gpus[sock]
+        pressure = (on_sock - 1) / self.socket_gpus[sock]
         c = 1.0 + sens[wjob] * pressure
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
@@ -345,11 +388,10 @@ class AnalyticModel(PerformanceModel):
                 break
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
-            U = np.bincount(links, weights=u, minlength=self.capacity.size)[links]
+            # Rows are unique per (job, link): alone, a link's load is the job's own.
+            U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
             rho = np.maximum(1.0 + self.contention * (U - u), U)
         rest = over + comm
         speed_sync = batch / (comp_max + rest)
         speed_async = np.bincount(wjob, weights=local[wjob] / (comp_i + rest[wjob]), minlength=n)
-        out = np.where(sync, speed_sync, speed_async)
-        self._last = (sig, out.copy())
-        return out
+        return np.where(sync, speed_sync, speed_async)

@@ -5,7 +5,7 @@ topology-aware placement) and the RL environments all go through it."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -13,6 +13,12 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.core.catalogue import ModelProfile, get_profile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
+from hrlsched.core.sizing import WorkSizer
+from hrlsched.perf.asynchrony import (
+    DEFAULT_STALENESS_PENALTY,
+    async_efficiency,
+    check_staleness_penalty,
+)
 
 
 class PerformanceModel(ABC):
@@ -25,9 +31,16 @@ class PerformanceModel(ABC):
 
     name: str = "base"
 
-    def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile]) -> None:
+    def __init__(
+        self,
+        topology: Topology,
+        catalogue: Mapping[str, ModelProfile],
+        staleness_penalty: float = DEFAULT_STALENESS_PENALTY,
+    ) -> None:
         self.topology = topology
         self.catalogue = catalogue
+        # Efficiency lost per unit of staleness by an async job (perf.asynchrony).
+        self.staleness_penalty = check_staleness_penalty(staleness_penalty)
         self._alone_cache: dict[tuple, float] = {}
 
     def profile(self, job: Job) -> ModelProfile:
@@ -54,9 +67,16 @@ class PerformanceModel(ABC):
         progress: np.ndarray,
     ) -> np.ndarray:
         """Statistical efficiency of each job: progress per sample processed
-        (progress counts samples at full efficiency). 1 unless a backend
-        models the gradient noise scale."""
-        return np.ones(len(jobs))
+        (progress counts samples at full efficiency). 1 for a synchronous
+        job; an asynchronous one loses to staleness as its workers grow
+        (``perf.asynchrony``). A backend that models the gradient noise scale
+        overrides this."""
+        n = len(jobs)
+        asyn = np.fromiter((j.mode == "async" for j in jobs), dtype=bool, count=n)
+        if not asyn.any():
+            return np.ones(n)
+        w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
+        return np.where(asyn, async_efficiency(w, self.staleness_penalty), 1.0)
 
     def alone_speed(self, job: Job, placement: Placement, batch_size: int | None = None) -> float:
         """Speed of the job at this placement with no other job in the cluster."""
@@ -68,12 +88,49 @@ class PerformanceModel(ABC):
             self._alone_cache[key] = v
         return v
 
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray | None:
+        """An upper bound on the job's speed alone at each worker count, over
+        every placement and PS count, cheap to compute; None when the backend
+        has none. Lets searches over allocations (``experiments.bound``)
+        skip worker counts that cannot win."""
+        return None
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """``alone_speed`` of many (job, placement) pairs, each alone on the
+        cluster (the pairs do not see each other). Backends vectorise it."""
+        batch = [j.batch_size for j in jobs] if batch_sizes is None else [int(b) for b in batch_sizes]
+        return np.array([self.alone_speed(j, pl, b) for j, pl, b in zip(jobs, placements, batch)], dtype=float)
+
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
         """Speed alone on an interference-free, consolidated placement: workers
         packed from GPU 0 on (one switch, one socket, one server where they
         fit), PSs on the workers' first socket(s)."""
         placement = self.compact_placement(n_workers, n_ps if job.arch == "ps" else 0)
         return self.alone_speed(job, placement, batch_size)
+
+    def isolated_progress_rate(self, job: Job) -> float:
+        """Progress per second alone at the job's request, consolidated: the
+        isolated speed times, for an async job, its staleness efficiency
+        (a sync job's efficiency is taken as 1, as the workload builders
+        always did)."""
+        speed = self.isolated_speed(job, job.requested_gpus, job.num_ps_requested)
+        if job.mode == "async":
+            speed *= float(async_efficiency(np.array([job.requested_gpus]), self.staleness_penalty)[0])
+        return speed
+
+    def measured_work(self) -> dict[str, Callable[[int], float]]:
+        """Model -> samples to completion at a batch size, for backends that
+        replay measured applications; none here."""
+        return {}
+
+    def work_sizer(self) -> WorkSizer:
+        """What the workload builders need from this model (``core.sizing``)."""
+        return WorkSizer(self.catalogue, self.topology.n_gpus, self.isolated_progress_rate, self.measured_work())
 
     def compact_placement(self, n_workers: int, n_ps: int) -> Placement:
         topo = self.topology
@@ -83,6 +140,21 @@ class PerformanceModel(ABC):
         sockets = np.unique(topo.gpu_socket[gpus])
         ps = sockets[np.arange(n_ps) % len(sockets)] if n_ps else np.array([], dtype=int)
         return Placement.of(gpus, ps)
+
+
+def theta_speed_ceiling(job: Job, profile: ModelProfile, n_workers: np.ndarray, gpu_speed_max: float) -> np.ndarray:
+    """Speed ceiling of a backend whose iteration takes at least the Optimus
+    terms without communication: theta0 * local batch / fastest GPU + theta1
+    + theta3 * w + theta4 (at least one PS for a PS job; none counted for
+    all-reduce); interference, time-sharing, the straggler wait and
+    communication only add to it. Samples per iteration: the global batch
+    (sync) or each worker's batch times w (async)."""
+    th = profile.theta
+    w = np.asarray(n_workers, dtype=float)
+    b = float(job.batch_size)
+    local = b / w if job.mode == "sync" else np.full_like(w, b)
+    t = th[0] * local / gpu_speed_max + th[1] + th[3] * w + (th[4] if job.arch == "ps" else 0.0)
+    return (b if job.mode == "sync" else w * b) / t
 
 
 def gpu_share_counts(placements: Sequence[Placement], n_gpus: int) -> np.ndarray:

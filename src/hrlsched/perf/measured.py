@@ -9,11 +9,16 @@ Statistical efficiency follows the gradient noise scale measured per epoch,
 so progress (samples x efficiency) under a larger batch counts as the
 measurements say. The network is what was measured: there is no
 interference between jobs in this backend.
+
+Only synchronous training: the measurements are of synchronous all-reduce
+jobs, so a job with ``mode: async`` is refused with a ValueError (use the
+``analytic`` or ``optimus`` backend for asynchronous jobs). A job with
+``arch: ps`` is replayed as the measured all-reduce job.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +38,15 @@ class MeasuredModel(PerformanceModel):
     def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile], traces_dir: str | None = None) -> None:
         super().__init__(topology, catalogue)
         self.apps = load_pollux_applications(Path(traces_dir) if traces_dir else None)
+        self._counts: dict[tuple[int, ...], tuple[int, ...]] = {}  # GPUs -> GPUs per server used
+        self._efficiency: dict[tuple, float] = {}
 
     def app(self, job: Job) -> PolluxApplication:
+        if job.mode != "sync":
+            raise ValueError(
+                f"job {job.job_id} ({job.name}): mode {job.mode!r}: the measured backend replays synchronous "
+                "all-reduce measurements only; use perf.backend analytic or optimus for asynchronous jobs"
+            )
         try:
             return self.apps[job.model]
         except KeyError:
@@ -44,9 +56,12 @@ class MeasuredModel(PerformanceModel):
             ) from None
 
     def node_counts(self, pl: Placement) -> tuple[int, ...]:
-        srv = self.topology.gpu_server[np.asarray(pl.gpus, dtype=np.int64)]
-        counts = np.bincount(srv)
-        return tuple(int(c) for c in counts[counts > 0])
+        counts = self._counts.get(pl.gpus)
+        if counts is None:
+            srv = self.topology.gpu_server[np.asarray(pl.gpus, dtype=np.int64)]
+            c = np.bincount(srv)
+            counts = self._counts[pl.gpus] = tuple(c[c > 0].tolist())
+        return counts
 
     def speeds(
         self,
@@ -54,10 +69,10 @@ class MeasuredModel(PerformanceModel):
         placements: Sequence[Placement],
         batch_sizes: np.ndarray | None = None,
     ) -> np.ndarray:
-        batch = [j.batch_size for j in jobs] if batch_sizes is None else [int(b) for b in batch_sizes]
+        batch = [j.batch_size for j in jobs] if batch_sizes is None else np.asarray(batch_sizes).tolist()
         out = np.empty(len(jobs))
         for k, (j, pl, b) in enumerate(zip(jobs, placements, batch)):
-            step, actual = self.app(j).step_time(self.node_counts(pl), b)
+            step, actual = self.app(j).step_time(self.node_counts(pl), int(b))
             out[k] = actual / step
         return out
 
@@ -69,12 +84,22 @@ class MeasuredModel(PerformanceModel):
         progress: np.ndarray,
     ) -> np.ndarray:
         out = np.empty(len(jobs))
-        for k, (j, pl, b, p) in enumerate(zip(jobs, placements, batch_sizes, progress)):
+        memo = self._efficiency
+        for k, (j, pl, b, p) in enumerate(zip(jobs, placements, np.asarray(batch_sizes).tolist(),
+                                              np.asarray(progress, dtype=float).tolist())):
             app = self.app(j)
-            _, _, actual = app.batch_config(pl.n_workers, int(b))
-            # gain steps at the initial batch per step of `actual` samples.
-            out[k] = app.gain(actual, p / app.init_batch_size) * app.init_batch_size / actual
+            # Efficiency moves only at epoch boundaries: one value per (app, workers, batch, epoch).
+            key = (app, len(pl.gpus), b, app.epoch_of(p / app.init_batch_size))
+            v = memo.get(key)
+            if v is None:
+                _, _, actual = app.batch_config(key[1], int(b))
+                # gain steps at the initial batch per step of `actual` samples.
+                v = memo[key] = app.gain_at_epoch(actual, key[3]) * app.init_batch_size / actual
+            out[k] = v
         return out
+
+    def measured_work(self) -> dict[str, Callable[[int], float]]:
+        return {name: app.samples_to_complete for name, app in self.apps.items()}
 
     def isolated_speed(self, job: Job, n_workers: int, n_ps: int, batch_size: int | None = None) -> float:
         """Alone on the fewest servers (the measurements have no neighbours)."""
@@ -102,7 +127,8 @@ def measured_figures(data_dir: str | Path, per_app: int = 30) -> dict[str, float
         errs = []
         for pid in pick:
             keep = p["placement"] != pid
-            rest = dc_replace(app, placements={k: v[keep] for k, v in p.items()}, _by_placement={}, _interp=None)
+            rest = dc_replace(app, placements={k: v[keep] for k, v in p.items()}, triangulation=None,
+                              _by_placement={}, _interp=None)
             m = ~keep
             for lb, st in zip(p["local_bsz"][m], p["step_time"][m]):
                 try:

@@ -6,9 +6,16 @@ iteration of a parameter-server job with w workers and p PSs as
 
     t(w, p) = theta0 * M / w + theta1 + theta2 * w / p + theta3 * w + theta4 * p
 
-(M: global batch). Synchronous: speed = M / t samples/s. Asynchronous: each
-worker runs its own mini-batch m = ``batch_size`` and pushes on its own, so
-speed = w * m / (theta0 * m + theta1 + theta2 * w / p + theta3 * w + theta4 * p).
+(M: global batch). Synchronous: speed = M / t samples/s, paced by the
+slowest GPU. Asynchronous (the paper's asynchronous form, parameter server
+only): each worker runs its own mini-batch m = ``batch_size`` and pushes on
+its own, with no barrier, so each worker i goes at its own pace and the
+job's speed is the sum over its workers,
+speed = sum_i m / (theta0 * m * k_i / g_i + theta1 + theta2 * w / p + theta3 * w + theta4 * p)
+(g_i: worker i's GPU speed, k_i: tasks time-sharing its GPU; the PS term
+theta2 w / p still counts all w workers); on equal GPUs it is Optimus'
+w * m / t. Staleness costs statistical efficiency (``perf.asynchrony``,
+``perf.options.staleness_penalty``); async all-reduce is refused.
 
 Where this backend departs from a real cluster, on purpose: the network is
 uniform (placement only matters through the GPU type, the slowest GPU of a
@@ -26,7 +33,14 @@ import numpy as np
 
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
-from hrlsched.perf.base import PerformanceModel, gpu_share_counts, per_job_max, per_job_min
+from hrlsched.perf.asynchrony import refuse_async_allreduce
+from hrlsched.perf.base import (
+    PerformanceModel,
+    gpu_share_counts,
+    per_job_max,
+    per_job_min,
+    theta_speed_ceiling,
+)
 
 
 def optimus_iteration_time(
@@ -61,6 +75,23 @@ class OptimusModel(PerformanceModel):
         placements: Sequence[Placement],
         batch_sizes: np.ndarray | None = None,
     ) -> np.ndarray:
+        return self._solve(jobs, placements, batch_sizes, isolated=False)
+
+    def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+
+    def isolated_speeds(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Each (job, placement) alone: no GPU time-shared with another job."""
+        return self._solve(jobs, placements, batch_sizes, isolated=True)
+
+    def _solve(
+        self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray | None, isolated: bool
+    ) -> np.ndarray:
         n = len(jobs)
         if n == 0:
             return np.zeros(0)
@@ -71,11 +102,27 @@ class OptimusModel(PerformanceModel):
         ps = np.fromiter((p.n_ps for p in placements), dtype=float, count=n)
         allreduce = np.array([j.arch == "allreduce" for j in jobs])
         sync = np.array([j.mode == "sync" for j in jobs])
+        if not sync.all():
+            refuse_async_allreduce(jobs, self.name)
         p = np.where(allreduce, w, np.maximum(ps, 1.0))
         # Time-shared GPUs: each task gets 1/k of the GPU; the slowest GPU sets the pace.
-        share = per_job_max(gpu_share_counts(placements, topo.n_gpus).astype(float), placements)
+        # A job's own workers are on distinct GPUs: alone, no GPU is shared.
+        counts = np.ones(topo.n_gpus) if isolated else gpu_share_counts(placements, topo.n_gpus).astype(float)
+        share = per_job_max(counts, placements)
         slowest = per_job_min(topo.gpu_speed, placements)
         compute_scale = share / slowest
         scaled = theta.copy()
         scaled[:, 0] *= compute_scale
-        return optimus_speed(scaled, batch, w, p, sync)
+        out = optimus_speed(scaled, batch, w, p, sync)
+        if sync.all():
+            return out
+        # Async: no barrier, each worker at its own GPU's pace.
+        a = np.flatnonzero(~sync)
+        wa = w[a].astype(np.int64)
+        g = np.fromiter((x for i in a for x in placements[i].gpus), dtype=np.int64, count=int(wa.sum()))
+        wj = np.repeat(np.arange(a.size), wa)
+        th, m = theta[a][wj], batch[a][wj]
+        t_i = th[:, 0] * m * counts[g] / topo.gpu_speed[g] + th[:, 1] + th[:, 2] * wa[wj] / p[a][wj] \
+            + th[:, 3] * wa[wj] + th[:, 4] * p[a][wj]
+        out[a] = np.bincount(wj, weights=m / t_i, minlength=a.size)
+        return out

@@ -1,51 +1,56 @@
 """Scheduler interfaces.
 
-A ``Scheduler`` reads a ``ClusterView`` and returns a ``Decision``. Most
-schedulers are an ``AllocationPolicy`` (level 1: how many workers and PSs each
-job gets, and in which priority order) composed with a ``PlacementPolicy``
-(level 2: which GPUs and sockets), so any allocation runs with any placement;
-a joint policy (an RL agent, Gandiva) implements ``Scheduler`` directly.
+A ``Scheduler`` (defined in ``hrlsched.contract``, re-exported here) reads a
+``ClusterView`` and returns a ``Decision``. Most schedulers are an
+``AllocationPolicy`` (level 1: how many workers and PSs each job gets, and in
+which priority order) composed with a ``PlacementPolicy`` (level 2: which GPUs
+and sockets), so any allocation runs with any placement; a joint policy (an RL
+agent, Gandiva) implements ``Scheduler`` directly.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
-from hrlsched.contract import ClusterView, Decision
+from hrlsched.contract import (
+    ARCHS,
+    MODES,
+    ClusterView,
+    Decision,
+    DecisionPoints,
+    Scheduler,
+    effective_job,
+)
 from hrlsched.core.placement import Placement
+
+__all__ = ["Allocation", "AllocationPolicy", "ComposedScheduler", "PlacementPolicy", "Scheduler"]
 
 
 @dataclass(frozen=True)
 class Allocation:
-    """Level-1 decision for one job."""
+    """Level-1 decision for one job. ``arch``/``mode``: a choice for a job that
+    leaves its architecture / mode open (None: keep the current one)."""
 
     workers: int
     ps: int = 0
     batch_size: int | None = None
-
-
-class Scheduler(ABC):
-    name: str = "scheduler"
-    # True when decisions only change on arrivals and completions: the engine
-    # then calls the scheduler only at rounds where one happened.
-    event_driven: bool = False
-    # Most workers (of any jobs) a decision may put on one GPU (time-slicing).
-    max_tasks_per_gpu: int = 1
-
-    def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
-        """Called once before a run."""
-
-    @abstractmethod
-    def decide(self, view: ClusterView) -> Decision: ...
+    arch: str | None = None
+    mode: str | None = None
 
 
 class AllocationPolicy(ABC):
     name: str = "allocation"
     event_driven: bool = False
+    decision_points: DecisionPoints | None = None  # see contract.Scheduler
+    decision_every: int = 1
+    # Reads the true remaining work and the true performance model (see contract.Scheduler).
+    oracle: bool = False
+    max_tasks_per_gpu: int = 1
     # The placement used when the command line names none (the paper's own).
     default_placement: str = "pack"
 
@@ -59,6 +64,8 @@ class AllocationPolicy(ABC):
 
 class PlacementPolicy(ABC):
     name: str = "placement"
+    oracle: bool = False
+    max_tasks_per_gpu: int = 1
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
         pass
@@ -74,6 +81,10 @@ class ComposedScheduler(Scheduler):
         self.placement = placement
         self.name = f"{allocation.name}+{placement.name}"
         self.event_driven = allocation.event_driven
+        self.decision_points, self.decision_every = allocation.decision_points, allocation.decision_every
+        self.oracle = allocation.oracle or placement.oracle
+        # Either part may time-share GPUs; the decision may then put that many workers on one.
+        self.max_tasks_per_gpu = max(allocation.max_tasks_per_gpu, placement.max_tasks_per_gpu)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.allocation.reset(topology, rng)
@@ -81,6 +92,22 @@ class ComposedScheduler(Scheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         allocs = self.allocation.allocate(view)
-        placements = self.placement.place(view, allocs)
+        arch = {j: a.arch for j, a in allocs.items() if a.arch is not None}
+        mode = {j: a.mode for j, a in allocs.items() if a.mode is not None}
+        pview = _with_choices(view, arch, mode) if arch or mode else view
+        placements = self.placement.place(pview, allocs)
         batch = {j: a.batch_size for j, a in allocs.items() if a.batch_size is not None and j in placements}
-        return Decision(placements=placements, batch_sizes=batch)
+        return Decision(placements=placements, batch_sizes=batch, arch=arch, mode=mode)
+
+
+def _with_choices(view: ClusterView, arch: dict[int, str], mode: dict[int, str]) -> ClusterView:
+    """The view with the allocation's architecture/mode choices applied to its
+    jobs, so that the placement places PSs (or none) for the chosen architecture."""
+    jobs = list(view.jobs)
+    for jid in arch.keys() | mode.keys():
+        k = view.index(jid)
+        j = jobs[k]
+        a, m = arch.get(jid, j.arch), mode.get(jid, j.mode)
+        if a in ARCHS and m in MODES:  # a bad value is left for the engine to reject by name
+            jobs[k] = effective_job(j, a, m)
+    return dataclasses.replace(view, jobs=jobs, _index={})

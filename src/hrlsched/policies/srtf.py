@@ -27,6 +27,7 @@ class SRTF(AllocationPolicy):
     def __init__(self, estimate: bool = False, error_sigma: float = 0.7) -> None:
         self.estimate = estimate
         self.error_sigma = error_sigma
+        self.oracle = not estimate  # srtf reads the true remaining work; srtf-est the predictor's
         if estimate:
             self.name = "srtf-est"
 

@@ -24,6 +24,7 @@ from hrlsched.policies.common import capacity, isolated_speeds, job_demand, requ
 class Tetris(AllocationPolicy):
     name = "tetris"
     event_driven = True
+    oracle = True  # remaining time from the true remaining work (see the docstring)
     default_placement = "pack"
 
     def __init__(self, srtf_weight: float = 1.0) -> None:

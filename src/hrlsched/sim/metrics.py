@@ -64,6 +64,12 @@ def summary(res: SimResult, policy: str, scenario: str) -> dict[str, object]:
         return float(np.percentile(x, p)) if x.size else None
 
     first = float(min(j.arrival_s for j in res.jobs)) if res.jobs else 0.0
+    last = float(max(j.arrival_s for j in res.jobs)) if res.jobs else 0.0
+    # Offered load: GPU-hours the jobs ask for (requested GPUs x their time
+    # alone there) over the cluster's GPU-hours while jobs arrive. It counts
+    # demand; gpu_util_mean counts GPUs busy over the whole makespan.
+    asked = float(sum(j.requested_gpus * d for j, d in zip(res.jobs, res.isolated_duration_s)))
+    offered = asked / (res.n_gpus * (last - first)) if last > first else None
     return {
         "policy": policy,
         "scenario": scenario,
@@ -75,6 +81,7 @@ def summary(res: SimResult, policy: str, scenario: str) -> dict[str, object]:
         "p99_jct_s": q(jct, 99),
         "makespan_s": float(end - first) if done.any() else None,
         "gpu_util_mean": float(util.mean()) if util.size else 0.0,
+        "offered_load": offered,
         "avg_queue_s": float(t["queue_s"][done].mean()) if done.any() else None,
         "max_ftf": float(ftf.max()) if ftf.size else None,
         "restarts_total": int(res.restarts.sum()),

@@ -40,7 +40,7 @@ def plot_jct_cdf(jcts: Mapping[str, np.ndarray], path: Path, title: str = "JCT C
             ax.step(v, np.arange(1, v.size + 1) / v.size, where="post", label=name, **_style(i))
     ax.set_xscale("log")
     ax.set_xlabel("job completion time (h)")
-    ax.set_ylabel("fraction of jobs")
+    ax.set_ylabel("fraction of jobs (CDF)")
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -49,17 +49,20 @@ def plot_jct_cdf(jcts: Mapping[str, np.ndarray], path: Path, title: str = "JCT C
     plt.close(fig)
 
 
-def plot_timeline(series: Mapping[str, Mapping[str, np.ndarray]], n_gpus: int, path: Path) -> None:
+def plot_timeline(
+    series: Mapping[str, Mapping[str, np.ndarray]], n_gpus: int, path: Path, title: str = "GPU utilisation and queue"
+) -> None:
     """GPU utilisation and jobs queued over time, one line per run."""
     plt = _plt()
     fig, (a1, a2) = plt.subplots(2, 1, figsize=(7, 5), sharex=True)
+    fig.suptitle(title, fontsize=10)
     for i, (name, r) in enumerate(series.items()):
         h = np.asarray(r["time_s"]) / 3600.0
         a1.plot(h, np.asarray(r["gpus_busy"]) / n_gpus, lw=0.8, label=name, **_style(i))
         a2.plot(h, r["jobs_queued"], lw=0.8, label=name, **_style(i))
-    a1.set_ylabel("GPU utilisation")
+    a1.set_ylabel(f"GPU utilisation\n(share of {n_gpus} GPUs busy)")
     a1.set_ylim(0, 1.05)
-    a2.set_ylabel("jobs queued")
+    a2.set_ylabel("jobs queued (count)")
     a2.set_xlabel("time (h)")
     for a in (a1, a2):
         a.grid(alpha=0.3)

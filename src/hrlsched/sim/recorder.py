@@ -13,7 +13,6 @@ from typing import Any
 import numpy as np
 
 from hrlsched.io import write_json, write_text, write_yaml
-from hrlsched.sim import plots
 from hrlsched.sim.engine import SimResult
 from hrlsched.sim.metrics import JOB_COLUMNS, ROUND_COLUMNS, job_table, summary
 
@@ -47,6 +46,10 @@ def write_run(
     summ = summary(res, policy, scenario)
     write_json(out / "summary.json", summ)
     if plots_on:
-        plots.plot_jct_cdf({policy: jt["jct_s"]}, out / "jct_cdf.png", title=f"{scenario}: JCT CDF")
-        plots.plot_timeline({policy: res.rounds}, res.n_gpus, out / "timeline.png")
+        from hrlsched.sim import plots  # loaded only by the runs that draw
+
+        plots.plot_jct_cdf({policy: jt["jct_s"]}, out / "jct_cdf.png",
+                           title=f"{scenario} / {policy}: job completion times (CDF)")
+        plots.plot_timeline({policy: res.rounds}, res.n_gpus, out / "timeline.png",
+                            title=f"{scenario} / {policy}: GPU utilisation and queue over time")
     return summ

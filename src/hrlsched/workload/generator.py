@@ -357,8 +357,10 @@ def offered_load(records: Sequence[TraceRecord], cluster_gpus: int, horizon_s: f
     return sum(r.gpu_seconds for r in records) / (cluster_gpus * horizon_s)
 
 
-def build_generated_workload(cfg: Any, perf: Any, rng: np.random.Generator) -> list:
-    """The ``kind: generated`` workload of a scenario (``config.GeneratedWorkload``)."""
+def build_generated_workload(cfg: Any, sizer: Any, rng: np.random.Generator) -> list:
+    """The ``kind: generated`` workload of a scenario (``config.GeneratedWorkload``);
+    ``sizer``: a ``core.sizing.WorkSizer``. ``open_fraction`` of the jobs
+    leave arch and mode to the scheduler (``workload.trace.to_jobs``)."""
     from hrlsched.workload.data import needs_data, resolve_path
     from hrlsched.workload.loaders import load_trace
     from hrlsched.workload.trace import build_buckets, to_jobs
@@ -380,8 +382,9 @@ def build_generated_workload(cfg: Any, perf: Any, rng: np.random.Generator) -> l
             raise ValueError(f"workload.replay_path: {path}: no such file")
         kw = {"replay_arrivals": np.array([r.arrival_s for r in load_trace(path, cfg.replay_format)])}
     records = generate_records(cfg.jobs, PROFILES[cfg.sizes], rng, arrivals=cfg.arrivals,
-                               cluster_gpus=perf.topology.n_gpus, load=cfg.load, duration_h=cfg.duration_h,
+                               cluster_gpus=sizer.n_gpus, load=cfg.load, duration_h=cfg.duration_h,
                                users=cfg.users, **kw)
-    return to_jobs(records, perf, rng, models=cfg.models, assignment=cfg.model_assignment,
+    return to_jobs(records, sizer, rng, models=cfg.models, assignment=cfg.model_assignment,
                    buckets=build_buckets(cfg.buckets), mix=cfg.mix, allreduce_fraction=cfg.allreduce_fraction,
+                   open_fraction=cfg.open_fraction,
                    oversize=cfg.oversize, source=f"generated:{cfg.sizes}/{cfg.arrivals}")

@@ -1,32 +1,55 @@
 """The synthetic workload of built-in scenarios: Poisson arrivals, GPU counts
 from a categorical distribution, log-normal (heavy-tailed) durations, models
 drawn from the catalogue. A job's work is set so that, alone at its requested
-GPUs and placed well, it runs for its drawn duration."""
+GPUs and placed well, it runs for its drawn duration.
+
+``open_fraction`` of the jobs leave their architecture and mode to the
+scheduler (``Job.arch_open``/``mode_open``); they keep the drawn arch and
+mode as their default. Which jobs are open is drawn from a stream of its
+own (``open_jobs``), so the other draws, and thus the jobs of a workload
+without open jobs, do not move."""
 
 from __future__ import annotations
 
+import warnings
+from typing import TYPE_CHECKING
+
 import numpy as np
 
-from hrlsched.config import SyntheticWorkload
 from hrlsched.core.catalogue import DL2_MODELS
 from hrlsched.core.job import Job
-from hrlsched.perf.base import PerformanceModel
+from hrlsched.core.sizing import WorkSizer
+
+if TYPE_CHECKING:
+    from hrlsched.config import SyntheticWorkload
 
 
-def work_for_duration(perf: PerformanceModel, job: Job, duration_s: float) -> float:
-    """Samples that ``job`` processes in ``duration_s`` alone at its request."""
-    return duration_s * perf.isolated_speed(job, job.requested_gpus, job.num_ps_requested)
+def open_jobs(n: int, fraction: float, rng: np.random.Generator) -> np.ndarray:
+    """Which of ``n`` jobs leave arch and mode open, each with probability
+    ``fraction``, drawn from a child stream of ``rng`` (spawning does not
+    advance ``rng``, so the caller's other draws stay as they were)."""
+    if fraction <= 0:
+        return np.zeros(n, dtype=bool)
+    return rng.spawn(1)[0].random(n) < fraction
 
 
-def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.random.Generator) -> list[Job]:
+def generate_synthetic(cfg: SyntheticWorkload, sizer: WorkSizer, rng: np.random.Generator) -> list[Job]:
     models = cfg.models or list(DL2_MODELS)
     for m in models:
-        if m not in perf.catalogue:
-            raise ValueError(f"workload.models: {m!r} is not in the catalogue; expected one of {sorted(perf.catalogue)}")
+        if m not in sizer.catalogue:
+            raise ValueError(f"workload.models: {m!r} is not in the catalogue; expected one of {sorted(sizer.catalogue)}")
     n = cfg.jobs
-    max_gpus = perf.topology.n_gpus
+    max_gpus = sizer.n_gpus
     arrivals = np.sort(rng.uniform(0.0, cfg.duration_h * 3600.0, size=n))  # Poisson given n
-    gpus = np.minimum(rng.choice(np.asarray(cfg.gpu_counts), size=n, p=np.asarray(cfg.gpu_probs)), max_gpus)
+    drawn = rng.choice(np.asarray(cfg.gpu_counts), size=n, p=np.asarray(cfg.gpu_probs))
+    over = int(np.count_nonzero(drawn > max_gpus))
+    if over:  # capped, not refused: a scenario stays usable on a smaller cluster; said once
+        warnings.warn(
+            f"workload.gpu_counts: {over} of {n} jobs asked for more than the cluster's {max_gpus} GPUs "
+            f"(up to {int(drawn.max())}); capped at {max_gpus}",
+            stacklevel=2,
+        )
+    gpus = np.minimum(drawn, max_gpus)
     dur = np.clip(
         cfg.duration_median_s * np.exp(cfg.duration_sigma * rng.standard_normal(n)),
         cfg.duration_min_s,
@@ -36,11 +59,13 @@ def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.r
     allreduce = rng.random(n) < cfg.allreduce_fraction
     asyn = rng.random(n) < cfg.async_fraction
     users = rng.integers(0, cfg.users, size=n)
+    is_open = open_jobs(n, cfg.open_fraction, rng)
     jobs = []
     for i in range(n):
         model = models[model_idx[i]]
-        prof = perf.catalogue[model]
-        arch = "allreduce" if allreduce[i] else "ps"
+        prof = sizer.catalogue[model]
+        # Asynchronous training needs a parameter server (perf.asynchrony).
+        arch = "allreduce" if allreduce[i] and not asyn[i] else "ps"
         probe = Job(
             job_id=i,
             arrival_s=float(round(arrivals[i], 3)),
@@ -51,9 +76,11 @@ def generate_synthetic(cfg: SyntheticWorkload, perf: PerformanceModel, rng: np.r
             requested_ps=1,
             arch=arch,
             mode="async" if asyn[i] else "sync",
+            arch_open=bool(is_open[i]),
+            mode_open=bool(is_open[i]),
             user=f"user{users[i]}",
         )
-        total = work_for_duration(perf, probe, float(dur[i]))
+        total = sizer.work_for_duration(probe, float(dur[i]))
         jobs.append(
             Job(**{**probe.__dict__, "total_samples": total, "trace_duration_s": float(dur[i]), "name": ""})
         )

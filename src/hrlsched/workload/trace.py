@@ -22,7 +22,15 @@ A trace gives arrivals, GPU counts and usually durations; a simulated
   A record without a duration naming a Pollux application (the Pollux
   workloads) gets the application's measured work to completion
   (``PolluxApplication.samples_to_complete``), so it needs the ``measured``
-  backend.
+  backend. The builders get a ``core.sizing.WorkSizer`` (built by the
+  scenario from the performance model), not the model itself.
+- Architecture and mode. A record that states them (the generic format's
+  ``arch``/``mode`` columns) keeps them; ``any`` leaves the choice to the
+  scheduler (``Job.arch_open``/``mode_open``), with the default below.
+  Otherwise: Pollux applications are all-reduce (as measured), other jobs
+  all-reduce with probability ``allreduce_fraction``, else parameter server;
+  sync. ``open_fraction`` of the jobs (drawn from a stream of their own, so
+  the other draws do not move) also leave both open.
 - Jobs asking for more GPUs than the cluster has are capped at its size or
   dropped (``oversize``); CPU-only records and records with neither a
   duration nor a measured application are dropped. ``ConversionReport``
@@ -41,10 +49,11 @@ import numpy as np
 
 from hrlsched.core.catalogue import DL2_MODELS, POLLUX_CATALOGUE
 from hrlsched.core.job import Job
-from hrlsched.perf.base import PerformanceModel
+from hrlsched.core.sizing import WorkSizer
 from hrlsched.workload.data import WHERE, DataMissingError, data_dir, needs_data, resolve_path  # noqa: F401 - re-exported
 from hrlsched.workload.loaders import LOADERS, load_trace  # noqa: F401 - re-exported
 from hrlsched.workload.loaders.base import TraceRecord
+from hrlsched.workload.synthetic import open_jobs
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +124,7 @@ def _bucket_model(gpu_h: float, buckets: Sequence[tuple[float, Sequence[str]]], 
 
 def to_jobs(
     records: Sequence[TraceRecord],
-    perf: PerformanceModel,
+    sizer: WorkSizer,
     rng: np.random.Generator,
     *,
     models: list[str] | None = None,
@@ -123,12 +132,13 @@ def to_jobs(
     buckets: Sequence[tuple[float, Sequence[str]]] | None = None,
     mix: Mapping[str, float] | None = None,
     allreduce_fraction: float = 0.4,
+    open_fraction: float = 0.0,
     oversize: str = "cap",
     source: str = "trace",
     report: ConversionReport | None = None,
 ) -> list[Job]:
     """Simulated jobs of ``records`` (see the module docstring)."""
-    cat = perf.catalogue
+    cat = sizer.catalogue
     rep = report if report is not None else ConversionReport()
     rep.records = len(records)
     buckets = tuple(buckets) if buckets is not None else POLLUX_BUCKETS
@@ -149,8 +159,8 @@ def to_jobs(
             raise ValueError(f"workload.mix: expected non-negative weights with a positive sum, got {dict(mix or {})}")
         mix_p = mix_p / mix_p.sum()
     by_cost = sorted(pool, key=lambda m: cat[m].theta[0] * cat[m].default_batch + cat[m].theta[1])
-    apps = getattr(perf, "apps", {})
-    g_max = perf.topology.n_gpus
+    apps = sizer.measured_work
+    g_max = sizer.n_gpus
 
     kept: list[TraceRecord] = []
     for r in records:
@@ -171,6 +181,7 @@ def to_jobs(
 
     gpu_h = np.array([r.gpus * (r.duration_s or 0.0) / 3600.0 for r in kept])
     rank = np.argsort(np.argsort(gpu_h, kind="stable"), kind="stable") / max(len(kept), 1)
+    is_open = open_jobs(len(kept), open_fraction, rng)
     jobs: list[Job] = []
     for i, r in enumerate(kept):
         known = MODEL_ALIASES.get(r.model, r.model) if r.model else None
@@ -188,16 +199,30 @@ def to_jobs(
         prof = cat[model]
         # The Pollux applications were measured as all-reduce jobs.
         arch = "allreduce" if (model in POLLUX_CATALOGUE or rng.random() < allreduce_fraction) else "ps"
+        mode = "sync"
+        arch_open = mode_open = bool(is_open[i])
+        if r.arch is not None:
+            arch_open = arch_open or r.arch == "any"
+            arch = arch if r.arch == "any" else r.arch
+        if r.mode is not None:
+            mode_open = mode_open or r.mode == "any"
+            mode = mode if r.mode == "any" else r.mode
+        if mode == "async" and arch == "allreduce":
+            if r.arch == "allreduce":
+                raise ValueError(f"{source}: job {r.name}: mode async with arch allreduce; asynchronous "
+                                 "training needs arch ps (or any)")
+            arch = "ps"  # asynchronous training needs a parameter server (perf.asynchrony)
         extra: dict[str, object] = {"trace": source}
         if r.model and r.model != model:
             extra["trace_model"] = r.model
         job = Job(job_id=len(jobs), arrival_s=float(r.arrival_s), model=model, total_samples=1.0,
                   batch_size=int(batch or prof.default_batch * r.gpus), requested_gpus=r.gpus, requested_ps=1,
-                  arch=arch, user=r.user, name=r.name, trace_duration_s=r.duration_s, extra=extra)  # type: ignore[arg-type]
+                  arch=arch, mode=mode, arch_open=arch_open, mode_open=mode_open,  # type: ignore[arg-type]
+                  user=r.user, name=r.name, trace_duration_s=r.duration_s, extra=extra)
         if r.duration_s is not None:
-            total = r.duration_s * perf.isolated_speed(job, job.requested_gpus, job.num_ps_requested)
+            total = sizer.work_for_duration(job, r.duration_s)
         else:
-            total = apps[model].samples_to_complete(job.batch_size)
+            total = apps[model](job.batch_size)
         jobs.append(replace(job, total_samples=float(total)))
     rep.jobs = len(jobs)
     if rep.problems():
@@ -205,7 +230,7 @@ def to_jobs(
     return jobs
 
 
-def build_trace_workload(cfg: Any, perf: PerformanceModel, rng: np.random.Generator,
+def build_trace_workload(cfg: Any, sizer: WorkSizer, rng: np.random.Generator,
                          report: ConversionReport | None = None) -> list[Job]:
     """The ``kind: trace`` workload of a scenario (``config.TraceWorkload``)."""
     path = resolve_path(cfg.path)
@@ -224,8 +249,9 @@ def build_trace_workload(cfg: Any, perf: PerformanceModel, rng: np.random.Genera
     recs = select(records, cfg.window_start_s, end, cfg.sample, cfg.load_factor, rng)
     if not recs:
         raise ValueError(f"workload: no job of {path} arrives in the window [{cfg.window_start_s}, {end}) s")
-    return to_jobs(recs, perf, rng, models=cfg.models, assignment=cfg.model_assignment, buckets=build_buckets(cfg.buckets),
-                   mix=cfg.mix, allreduce_fraction=cfg.allreduce_fraction, oversize=cfg.oversize,
+    return to_jobs(recs, sizer, rng, models=cfg.models, assignment=cfg.model_assignment, buckets=build_buckets(cfg.buckets),
+                   mix=cfg.mix, allreduce_fraction=cfg.allreduce_fraction, open_fraction=cfg.open_fraction,
+                   oversize=cfg.oversize,
                    source=str(path), report=report)
 
 

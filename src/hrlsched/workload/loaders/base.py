@@ -9,6 +9,7 @@ record into a simulated ``Job`` (model, work, batch size) is
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -38,6 +39,8 @@ class TraceRecord:
     status: str | None = None  # final state when the trace has one (Failed, Running, ...)
     gpu_type: str | None = None  # GPU model asked for, when the trace has one
     gpu_fraction: float = 1.0  # share of each GPU (Alibaba gpu_milli / 1000)
+    arch: str | None = None  # ps, allreduce or any (left to the scheduler), when the trace says
+    mode: str | None = None  # sync, async or any, when the trace says
 
     @property
     def gpu_seconds(self) -> float:
@@ -77,14 +80,25 @@ def optional(parse: Callable[[str], object]) -> Callable[[str], object]:
     return f
 
 
-def open_text(path: str | Path):  # noqa: ANN201 - a text file handle
+def open_text(path: str | Path) -> io.StringIO:
+    """The file's text, for ``csv``; bytes that are not UTF-8 are reported
+    with the file and line, not as a bare decode error."""
     path = Path(path)
     try:
-        return open(path, newline="", encoding="utf-8")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise FileNotFoundError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TraceFormatError(f"{path}: is a folder, expected a trace file") from None
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = raw[: e.start].count(b"\n") + 1
+        col = e.start - (raw.rfind(b"\n", 0, e.start) + 1) + 1
+        raise TraceFormatError(
+            f"{path}:{line}: byte 0x{raw[e.start]:02x} at column {col} is not UTF-8; expected a UTF-8 text (CSV) file"
+        ) from None
+    return io.StringIO(text, newline="")
 
 
 def read_csv_rows(

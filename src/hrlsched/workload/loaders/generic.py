@@ -2,8 +2,9 @@
 a line. Required columns: ``arrival_s`` (seconds >= 0) and ``gpus`` (whole
 number >= 0). Optional columns, in any order, and cells that may be empty:
 ``name``, ``duration_s`` (seconds > 0), ``model``, ``batch_size``, ``user``,
-``status``, ``gpu_type``, ``gpu_fraction`` (0 < f <= 1). ``dump`` writes all
-of them, so that ``load(dump(records)) == records``."""
+``status``, ``gpu_type``, ``gpu_fraction`` (0 < f <= 1), ``arch`` (ps,
+allreduce, or any: left to the scheduler), ``mode`` (sync, async or any).
+``dump`` writes all of them, so that ``load(dump(records)) == records``."""
 
 from __future__ import annotations
 
@@ -23,16 +24,28 @@ from hrlsched.workload.loaders.base import (
     row_error,
 )
 
+
+def choice(*allowed: str):  # noqa: ANN201 - a cell parser
+    def f(raw: str) -> str:
+        if raw not in allowed:
+            raise ValueError
+        return raw
+
+    return f
+
+
 COLUMNS = ["name", "arrival_s", "gpus", "duration_s", "model", "batch_size", "user", "status", "gpu_type",
-           "gpu_fraction"]
+           "gpu_fraction", "arch", "mode"]
 FIELDS = {"arrival_s": parse_float, "gpus": parse_int}
 OPTIONAL = {"name": str, "duration_s": optional(parse_float), "model": optional(str),
             "batch_size": optional(parse_int), "user": str, "status": optional(str), "gpu_type": optional(str),
-            "gpu_fraction": optional(parse_float)}
+            "gpu_fraction": optional(parse_float), "arch": optional(choice("ps", "allreduce", "any")),
+            "mode": optional(choice("sync", "async", "any"))}
 WHAT = {"name": "a job name", "arrival_s": "seconds (a number)", "gpus": "a whole number of GPUs",
         "duration_s": "seconds (a number) or empty", "model": "a model name or empty",
         "batch_size": "a whole number or empty", "user": "a user name", "status": "a status or empty",
-        "gpu_type": "a GPU type or empty", "gpu_fraction": "a number in (0, 1] or empty"}
+        "gpu_type": "a GPU type or empty", "gpu_fraction": "a number in (0, 1] or empty",
+        "arch": "ps, allreduce, any or empty", "mode": "sync, async, any or empty"}
 
 
 def load(path: str | Path) -> list[TraceRecord]:
@@ -47,11 +60,15 @@ def load(path: str | Path) -> list[TraceRecord]:
         frac = r.get("gpu_fraction")
         if frac is not None and not 0 < frac <= 1:  # type: ignore[operator]
             raise row_error(path, no, "gpu_fraction", "a number in (0, 1]", frac)
+        if r.get("arch") == "allreduce" and r.get("mode") == "async":  # a ring is a collective
+            raise row_error(path, no, "mode", "sync or any for an allreduce job (asynchronous needs arch ps)",
+                            "async")
         out.append(TraceRecord(
             name=str(r.get("name") or f"job-{no}"), arrival_s=float(r["arrival_s"]), gpus=int(r["gpus"]),  # type: ignore[arg-type]
             duration_s=r.get("duration_s"), model=r.get("model"), batch_size=r.get("batch_size"),  # type: ignore[arg-type]
             user=str(r.get("user") or "default"), status=r.get("status"), gpu_type=r.get("gpu_type"),  # type: ignore[arg-type]
             gpu_fraction=1.0 if frac is None else float(frac),  # type: ignore[arg-type]
+            arch=r.get("arch"), mode=r.get("mode"),  # type: ignore[arg-type]
         ))
     out.sort(key=lambda t: t.arrival_s)
     return out

@@ -1,0 +1,99 @@
+"""The board of one decision point: what is already decided (placements
+committed job after job) and the room left, kept incrementally so that each
+sub-step updates only what its commitment changed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView
+from hrlsched.core.catalogue import ModelProfile
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
+from hrlsched.policies.placement.occupancy import Occupancy
+
+LINK_KINDS = ("pcie", "switch", "qpi", "nic", "rack", "nvlink")
+
+
+def link_layout(topo: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The physical links, in the analytic model's order: each GPU's PCIe link,
+    each switch uplink, each server's QPI, NIC, each rack uplink, each
+    server's NVLink fabric. Returns (offsets of the kinds, kind per link,
+    capacity per link in Gbit/s)."""
+    G, S, V, R = topo.n_gpus, topo.n_switches, topo.n_servers, topo.n_racks
+    sizes = np.array([G, S, V, V, R, V])
+    off = np.concatenate([[0], np.cumsum(sizes)])
+    kind = np.repeat(np.arange(len(sizes)), sizes)
+    rack_cap = topo.rack_uplink_gbps if topo.rack_uplink_gbps.size == R else np.zeros(R)
+    cap = np.concatenate([topo.pcie_gbps, topo.switch_uplink_gbps, topo.qpi_gbps, topo.nic_gbps, rack_cap,
+                          topo.nvlink_gbps * np.maximum(topo.server_gpus, 1)]).astype(float)
+    return off, kind, cap
+
+
+def crossed_links(topo: Topology, off: np.ndarray, pl: Placement) -> np.ndarray:
+    """Links a job's traffic crosses at a placement, from the topology alone:
+    each worker's PCIe link; the uplinks of its switches when it has tasks
+    beyond one switch (or any PS); the QPI of a server where its tasks use
+    both sockets; the NICs of its servers and the uplinks of its racks when it
+    spans several; the NVLink fabric of a server holding two of its workers."""
+    g = np.asarray(pl.gpus, dtype=np.int64)
+    s = np.asarray(pl.ps_sockets, dtype=np.int64)
+    sw = np.unique(topo.gpu_switch[g])
+    socks = np.concatenate([topo.gpu_socket[g], s])
+    srv_of = topo.socket_server[socks]
+    servers = np.unique(srv_of)
+    racks = np.unique(topo.server_rack[servers])
+    out = [off[0] + g]
+    if sw.size > 1 or s.size:
+        out.append(off[1] + sw)
+    us = np.unique(socks)
+    per_srv = np.bincount(topo.socket_server[us], minlength=topo.n_servers)
+    out.append(off[2] + np.flatnonzero(per_srv > 1))
+    if servers.size > 1:
+        out.append(off[3] + servers)
+    if racks.size > 1:
+        out.append(off[4] + racks)
+    wsrv = np.bincount(topo.gpu_server[g], minlength=topo.n_servers)
+    out.append(off[5] + np.flatnonzero((wsrv > 1) & (topo.nvlink_gbps > 0)))
+    return np.concatenate(out)
+
+
+class _Occupancy(Occupancy):
+    """``Occupancy`` with profiles looked up once per model."""
+
+    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile]) -> None:
+        super().__init__(view, max_tasks_per_gpu)
+        self._profiles = profiles
+
+    def profile(self, job: Job) -> ModelProfile:
+        return self._profiles[job.model]
+
+
+class Board:
+    """Room left and counts of what is decided at one decision point."""
+
+    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile],
+                 link_off: np.ndarray) -> None:
+        topo = view.topology
+        self.topo = topo
+        self.profiles = profiles
+        self.occ = _Occupancy(view, max_tasks_per_gpu, profiles)
+        self.gpu_workers = np.zeros(topo.n_gpus, dtype=np.int64)  # workers decided on each GPU
+        self.socket_ps = np.zeros(topo.n_sockets, dtype=np.int64)  # PSs decided on each socket
+        self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
+        self.link_off = link_off
+        self.version = 0  # bumped at each commitment (caches of feasibility key on it)
+
+    def commit(self, job: Job, pl: Placement) -> None:
+        self.occ.commit(job, pl)
+        np.add.at(self.gpu_workers, np.asarray(pl.gpus, dtype=np.int64), 1)
+        if pl.ps_sockets:
+            np.add.at(self.socket_ps, np.asarray(pl.ps_sockets, dtype=np.int64), 1)
+        self.link_jobs[crossed_links(self.topo, self.link_off, pl)] += 1
+        self.version += 1
+
+    def free_slots(self) -> int:
+        return int(np.count_nonzero(self.occ.gpu_free > 0))

@@ -1,0 +1,469 @@
+"""The steppable engine: ``Simulation.reset`` and ``Simulation.step``.
+
+Time runs in rounds of ``round_s``. At a *decision point* the engine hands a
+``ClusterView`` out and waits; ``step(decision)`` checks the decision
+(``sim.validation``), applies it (a running job whose placement, batch size,
+architecture or mode changed pays its restart delay; a job left out is
+preempted and keeps its progress), asks the performance model for the speeds
+of all running jobs if anything changed, and advances round by round to the
+next decision point; a job that finishes inside a round finishes at its exact
+time. Jobs are admitted at the first round boundary at or after their arrival.
+
+Decision points (``EngineConfig.decision_points``):
+
+- ``"round"``: every round with an active job.
+- ``"events"``: only at rounds where a job arrived or finished since the last
+  decision (the engine then jumps over the rounds in between in one go, which
+  gives the same result as asking every round a scheduler whose decision only
+  changes on those events).
+- ``"every"``: at rounds whose index is a multiple of ``decision_every``
+  (a scheduling interval, e.g. DL2's 20 minutes); arrivals wait for it.
+
+Rounds with no active job are skipped (the clock jumps to the next arrival).
+All state of an episode is in one ``SimState`` (``sim.state``); ``reset``
+starts a fresh one, so that a seed gives the same episode every time.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView, Decision, DecisionPoints, effective_job
+from hrlsched.core.catalogue import ModelProfile, get_profile
+from hrlsched.core.job import Job
+from hrlsched.perf.base import PerformanceModel
+from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
+from hrlsched.sim.result import SimResult
+from hrlsched.sim.state import SimState
+from hrlsched.sim.validation import Resources, check_decision, loads
+
+EPS = 1e-9
+_NEVER = 1 << 40
+_SPEED_NOISE_STREAM = 0x5BEED  # random streams of the predictor's errors, apart from the workload's
+_WORK_NOISE_STREAM = 0x3A11
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Engine settings. ``decision_points`` None: the scheduler's own
+    (``Scheduler.points()``; ``"round"`` for a bare ``Simulation``).
+    ``predictor_noise``/``work_noise``: sigma of the per-job log-normal error
+    of predicted speeds / predicted total work (``sim.predictor``); 0: exact."""
+
+    round_s: float = 60.0
+    max_time_s: float = 90 * 86400.0
+    restart_s: float | None = None  # None: each model's own checkpoint-restart delay
+    restart_on_first_start: bool = True  # the first start also pays the delay (launch)
+    decision_points: DecisionPoints | None = None
+    decision_every: int = 1  # rounds between decision points, for "every"
+    predictor_noise: float = 0.0
+    work_noise: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.decision_points not in (None, "round", "events", "every"):
+            raise ValueError(
+                f"decision_points: expected 'round', 'events' or 'every', got {self.decision_points!r}"
+            )
+        if int(self.decision_every) < 1:
+            raise ValueError(f"decision_every: expected a positive number of rounds, got {self.decision_every}")
+        if self.predictor_noise < 0 or self.work_noise < 0:
+            raise ValueError("predictor_noise, work_noise: expected >= 0")
+
+
+@dataclass
+class StepResult:
+    """What one ``step`` did. ``view`` is the next decision point's (None when
+    ``done``). ``job_seconds``: the sum, over jobs in the system, of their time
+    in the system during the step (a job counts from its arrival, even before
+    the round boundary that admits it, until its exact finish); the first step
+    also carries the time jobs spent in the system before the first decision
+    point, so that its sum over an episode where all jobs finish is their total
+    JCT. ``restarts``: jobs the decision restarted (``restarts`` counter + 1)."""
+
+    view: ClusterView | None
+    done: bool
+    time_s: float
+    elapsed_s: float
+    arrivals: list[int] = field(default_factory=list)
+    completions: list[int] = field(default_factory=list)
+    restarts: list[int] = field(default_factory=list)
+    job_seconds: float = 0.0
+    rounds: int = 0
+
+
+class Simulation:
+    """A trace-driven cluster simulation stepped one decision at a time.
+
+    ``predictor``: the model policies see as ``ClusterView.perf`` (None: the
+    simulator's own ``perf``). ``oracle``: views carry the true model and the
+    true remaining work whatever the predictor. ``max_tasks_per_gpu``: most
+    workers a decision may put on one GPU.
+    """
+
+    def __init__(
+        self,
+        topology: Topology,
+        jobs: Sequence[Job],
+        perf: PerformanceModel,
+        config: EngineConfig | None = None,
+        catalogue: Mapping[str, ModelProfile] | None = None,
+        max_tasks_per_gpu: int = 1,
+        oracle: bool = False,
+        predictor: PerformanceModel | None = None,
+    ) -> None:
+        self.topo = topology
+        self.perf = perf
+        self.cfg = config or EngineConfig()
+        self.catalogue = dict(catalogue if catalogue is not None else perf.catalogue)
+        self.max_tasks_per_gpu = int(max_tasks_per_gpu)
+        self.oracle = bool(oracle)
+        self.predictor = predictor
+        self.points: DecisionPoints = self.cfg.decision_points or "round"
+        self.every = int(self.cfg.decision_every) if self.points == "every" else 1
+        order = sorted(range(len(jobs)), key=lambda i: (jobs[i].arrival_s, jobs[i].job_id))
+        self.jobs = [jobs[i] for i in order]
+        ids = [j.job_id for j in self.jobs]
+        if len(set(ids)) != len(ids):
+            raise ValueError("workload: job_id values must be unique")
+        self.index = {jid: i for i, jid in enumerate(ids)}
+        self._check_jobs()
+
+        cfg, jobs_ = self.cfg, self.jobs
+        profiles = [get_profile(j.model, self.catalogue) for j in jobs_]
+        self.arrival = np.array([j.arrival_s for j in jobs_], dtype=float)
+        self.total = np.array([j.total_samples for j in jobs_], dtype=float)
+        self.restart_cost = np.array(
+            [p.restart_s if cfg.restart_s is None else cfg.restart_s for p in profiles], dtype=float
+        )
+        self.res = Resources(
+            np.array([p.worker_cores for p in profiles]), np.array([p.worker_mem_gb for p in profiles]),
+            np.array([p.ps_cores for p in profiles]), np.array([p.ps_mem_gb for p in profiles]),
+        )
+        iso = np.array(
+            [perf.isolated_speed(j, j.requested_gpus, j.num_ps_requested) for j in jobs_], dtype=float
+        )
+        self.isolated_duration_s = self.total / iso
+        self.progress_dependent = bool(perf.progress_dependent)
+        # Jobs with a chosen architecture/mode, made once: (index, arch, mode) -> Job.
+        self._variants: dict[tuple[int, str, str], Job] = {}
+        self._seed = 0
+        self._view_perf: PerformanceModel = perf
+        self._state: SimState | None = None
+
+    def _check_jobs(self) -> None:
+        g = self.topo.n_gpus
+        for j in self.jobs:
+            get_profile(j.model, self.catalogue)
+            if j.requested_gpus > g:
+                raise ValueError(
+                    f"job {j.job_id} ({j.name}): requests {j.requested_gpus} GPUs, more than the "
+                    f"cluster's {g}; cap or drop it when building the workload"
+                )
+
+    # ------------------------------------------------------------ public API
+    @property
+    def state(self) -> SimState:
+        if self._state is None:
+            raise RuntimeError("Simulation: call reset() first")
+        return self._state
+
+    @property
+    def done(self) -> bool:
+        st = self.state
+        return not ((st.next_arrival < len(self.jobs) or st.active) and st.time_s < self.cfg.max_time_s)
+
+    def reset(self, seed: int | None = None) -> ClusterView | None:
+        """Start an episode: a fresh state, arrivals at t = 0 admitted (or the
+        clock moved to the first arrival's round). Returns the first decision
+        point's view; None only if there is none (no jobs, or no time).
+        ``seed`` (default: the last one, 0 at first) draws the predictor's
+        errors; the engine itself has no other randomness."""
+        if seed is not None:
+            self._seed = int(seed)
+        n = len(self.jobs)
+        st = SimState.initial(self.jobs, self.topo.n_gpus, self.topo.n_servers)
+        base = self.predictor if self.predictor is not None else self.perf
+        cfg = self.cfg
+        if cfg.predictor_noise > 0:
+            f = lognormal_factors(cfg.predictor_noise, n, self._seed, _SPEED_NOISE_STREAM)
+            base = NoisyPredictor(base, {j.job_id: float(x) for j, x in zip(self.jobs, f)})
+        self._view_perf = self.perf if self.oracle else base
+        if cfg.work_noise > 0 and not self.oracle:
+            st.work_factor = lognormal_factors(cfg.work_noise, n, self._seed, _WORK_NOISE_STREAM)
+        self._state = st
+        acc = StepResult(view=None, done=False, time_s=0.0, elapsed_s=0.0)
+        view = self._to_decision_point(acc)
+        st.pending_job_s = acc.job_seconds
+        return view
+
+    def step(self, decision: Decision) -> StepResult:
+        """Apply ``decision`` at the current decision point and advance to the next."""
+        st = self.state
+        if self.done:
+            raise RuntimeError("Simulation: the episode is over; call reset()")
+        t0 = st.time_s
+        out = StepResult(view=None, done=False, time_s=t0, elapsed_s=0.0, job_seconds=st.pending_job_s)
+        st.pending_job_s = 0.0
+        just_set = self._apply(decision, out.restarts)
+        self._advance(just_set, out)
+        out.view = self._to_decision_point(out)
+        out.done = out.view is None
+        out.time_s = st.time_s
+        out.elapsed_s = st.time_s - t0
+        return out
+
+    def view(self) -> ClusterView:
+        """The view of the current decision point (as ``reset``/``step`` returned it)."""
+        return self._view()
+
+    def result(self) -> SimResult:
+        st = self.state
+        rec = st.record
+        T = float(self.cfg.round_s)
+        ks = np.fromiter((r[1] for r in rec), dtype=np.int64, count=len(rec))
+
+        def col(k: int, dtype: type) -> np.ndarray:
+            return np.repeat(np.fromiter((r[k] for r in rec), dtype=dtype, count=len(rec)), ks)
+
+        starts = np.cumsum(ks) - ks
+        within = (np.arange(int(ks.sum())) - np.repeat(starts, ks)).astype(float)
+        rounds = {
+            "time_s": col(0, float) + T * within,
+            "gpus_busy": col(2, np.int64),
+            "jobs_queued": col(3, np.int64),
+            "jobs_running": col(4, np.int64),
+            "mean_slowdown": col(5, float),
+        }
+        return SimResult(
+            jobs=self.jobs,
+            start_s=st.start,
+            finish_s=st.finish,
+            restarts=st.restarts,
+            gpu_seconds=st.gpu_s,
+            hold_s=st.hold_s,
+            worker_seconds=st.worker_s,
+            ps_seconds=st.ps_s,
+            slowdown_seconds=st.slow_s,
+            productive_s=st.prod_s,
+            progress=st.progress,
+            contention_seconds=st.contention,
+            isolated_duration_s=self.isolated_duration_s,
+            rounds=rounds,
+            n_gpus=self.topo.n_gpus,
+            end_time_s=st.time_s,
+            scheduler_calls=st.calls,
+        )
+
+    # ------------------------------------------------------------- internals
+    def _view(self) -> ClusterView:
+        st = self.state
+        act = np.asarray(st.active, dtype=np.int64)
+        if st.work_factor is None:
+            remaining = (self.total - st.progress)[act]
+        else:
+            remaining = np.maximum(self.total[act] * st.work_factor[act] - st.progress[act], 0.0)
+        return ClusterView(
+            time_s=st.time_s,
+            round_index=st.round_index,
+            round_s=float(self.cfg.round_s),
+            topology=self.topo,
+            catalogue=self.catalogue,
+            perf=self._view_perf,
+            jobs=[st.jobs[i] for i in st.active],
+            progress=st.progress[act],
+            remaining=remaining,
+            attained_gpu_s=st.attained[act],
+            running_s=st.hold_s[act],
+            restarts=st.restarts[act],
+            speed=st.speed[act],
+            batch_sizes=st.batch[act],
+            placements=[st.placements[i] for i in st.active],
+            gpu_tasks=st.gpu_tasks.copy(),
+            server_cores_used=st.cores_used.copy(),
+            server_mem_used=st.mem_used.copy(),
+        )
+
+    def _is_decision_point(self, st: SimState) -> bool:
+        if self.points == "round":
+            return True
+        if self.points == "events":
+            return st.dirty
+        return st.round_index % self.every == 0
+
+    def _to_decision_point(self, acc: StepResult) -> ClusterView | None:
+        """Admit arrivals and advance until a decision point (its view) or the end (None)."""
+        st, cfg = self.state, self.cfg
+        T = float(cfg.round_s)
+        n = len(self.jobs)
+        arrival = self.arrival
+        while True:
+            while st.next_arrival < n and arrival[st.next_arrival] <= st.time_s + EPS:
+                i = st.next_arrival
+                st.active.append(i)
+                st.is_active[i] = True
+                st.next_arrival += 1
+                st.dirty = True
+                acc.arrivals.append(self.jobs[i].job_id)
+                acc.job_seconds += st.time_s - arrival[i]  # in the system since its arrival
+            if not ((st.next_arrival < n or st.active) and st.time_s < cfg.max_time_s):
+                return None
+            if not st.active:
+                # Idle cluster: jump to the round of the next arrival.
+                k = max(1, math.ceil((arrival[st.next_arrival] - st.time_s) / T - EPS))
+                st.record.append((st.time_s, k, 0, 0, 0, 1.0))
+                st.time_s += k * T
+                st.round_index += k
+                acc.rounds += k
+                continue
+            if self._is_decision_point(st):
+                return self._view()
+            self._advance(False, acc)
+
+    def _job(self, i: int, arch: str, mode: str) -> Job:
+        key = (i, arch, mode)
+        j = self._variants.get(key)
+        if j is None:
+            j = self._variants[key] = effective_job(self.jobs[i], arch, mode)
+        return j
+
+    def _apply(self, decision: Decision, restarted: list[int]) -> bool:
+        """Check and apply a decision; True if speeds were recomputed."""
+        st, cfg = self.state, self.cfg
+        new, new_loads, choices = check_decision(
+            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu
+        )
+        st.calls += 1
+        st.dirty = False
+        running, placements = st.running, st.placements
+        changed: list[int] = []
+        for i in [i for i in running if i not in new]:  # preempted
+            del running[i]
+            placements[i] = None
+            st.delay_left[i] = 0.0
+            st.n_workers[i] = st.n_ps[i] = 0
+            changed.append(i)
+        for i, (a, m) in choices.items():
+            st.jobs[i] = self._job(i, a, m)
+        new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
+        for i, pl in new.items():
+            old = running.get(i)
+            nb = new_batch.get(i)
+            rebatch = nb is not None and nb != st.batch[i]
+            if rebatch:
+                st.batch[i] = nb
+            if old is not None and (old is pl or old == pl):
+                if rebatch or i in choices:  # a new batch size, architecture or mode restarts the job too
+                    st.delay_left[i] = self.restart_cost[i]
+                    st.restarts[i] += 1
+                    restarted.append(self.jobs[i].job_id)
+                    changed.append(i)
+                continue
+            running[i] = placements[i] = pl
+            st.n_workers[i], st.n_ps[i] = pl.n_workers, pl.n_ps
+            if np.isnan(st.start[i]):
+                st.start[i] = st.time_s
+                st.delay_left[i] = self.restart_cost[i] if cfg.restart_on_first_start else 0.0
+            else:
+                st.delay_left[i] = self.restart_cost[i]
+                st.restarts[i] += 1
+                restarted.append(self.jobs[i].job_id)
+            changed.append(i)
+        if not changed:
+            return False
+        st.gpu_tasks[:], st.cores_used[:], st.mem_used[:] = new_loads
+        st.rate[:] = 0.0
+        st.speed[:] = 0.0
+        if running:
+            perf = self.perf
+            ri = np.fromiter(running.keys(), dtype=np.int64, count=len(running))
+            pls = list(running.values())
+            rj = [st.jobs[i] for i in ri]
+            sp = perf.speeds(rj, pls, st.batch[ri])
+            if np.any(~np.isfinite(sp)) or np.any(sp <= 0):
+                bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
+                raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
+            st.speed[ri] = sp
+            st.rate[ri] = sp * perf.efficiency(rj, pls, st.batch[ri], st.progress[ri])
+            for i in changed:
+                if i in running:
+                    st.alone[i] = perf.alone_speed(st.jobs[i], running[i], int(st.batch[i]))
+            st.slowdown[ri] = np.maximum(st.alone[ri] / sp, 1.0)
+        return True
+
+    def _advance(self, just_set: bool, acc: StepResult) -> None:
+        """Advance one round, or several when nothing can happen in between
+        (not in ``"round"`` mode, and rates do not move with progress)."""
+        st, cfg = self.state, self.cfg
+        T = float(cfg.round_s)
+        n = len(self.jobs)
+        act = np.asarray(st.active, dtype=np.int64)
+        run = act[st.n_workers[act] > 0]
+        total = self.total
+        if self.progress_dependent and run.size and not just_set:
+            # Statistical efficiency moves with progress (e.g. per epoch).
+            rl = [st.jobs[i] for i in run]
+            st.rate[run] = st.speed[run] * self.perf.efficiency(
+                rl, [st.placements[i] for i in run], st.batch[run], st.progress[run]
+            )
+        k = 1
+        if run.size:
+            fin_rel = st.delay_left[run] + (total[run] - st.progress[run]) / st.rate[run]
+        if self.points != "round" and not self.progress_dependent:
+            t, na = st.time_s, st.next_arrival
+            k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
+            k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
+            k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
+            k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
+            k = max(1, min(k_arr, k_fin, k_max, k_per))
+        dt = k * T
+
+        n_act = len(st.active)
+        busy = int(np.count_nonzero(st.gpu_tasks))
+        mean_slow = float(st.slowdown[run].mean()) if run.size else 1.0
+        st.record.append((st.time_s, k, busy, n_act - run.size, run.size, mean_slow))
+
+        # Advance running jobs by dt; those that finish stop at their exact time.
+        st.contention[act] += n_act * dt  # corrected below for jobs that finish early
+        acc.job_seconds += n_act * dt
+        if run.size:
+            d = st.delay_left[run]
+            fin = fin_rel <= dt + EPS
+            held = np.where(fin, np.minimum(fin_rel, dt), dt)
+            productive = np.maximum(held - d, 0.0)
+            st.progress[run] = np.where(fin, total[run], st.progress[run] + st.rate[run] * productive)
+            st.delay_left[run] = np.maximum(d - dt, 0.0)
+            w, p = st.n_workers[run], st.n_ps[run]
+            st.hold_s[run] += held
+            st.prod_s[run] += productive
+            st.gpu_s[run] += held * w
+            st.attained[run] += held * w
+            st.worker_s[run] += held * w
+            st.ps_s[run] += held * p
+            st.slow_s[run] += held * st.slowdown[run]
+            if fin.any():
+                fi = run[fin]
+                early = dt - fin_rel[fin]
+                st.finish[fi] = st.time_s + fin_rel[fin]
+                st.contention[fi] -= n_act * early
+                acc.job_seconds -= float(early.sum())
+                st.done[fi] = True
+                st.is_active[fi] = False
+                gone = [st.running.pop(int(i)) for i in fi]
+                dg, dc, dm = loads(self.topo, gone, fi, self.res)
+                st.gpu_tasks -= dg
+                st.cores_used -= dc
+                st.mem_used -= dm
+                for i in fi:
+                    st.placements[i] = None
+                    acc.completions.append(self.jobs[i].job_id)
+                st.n_workers[fi] = st.n_ps[fi] = 0
+                st.active = [i for i in st.active if not st.done[i]]
+                st.dirty = True
+        st.time_s += dt
+        st.round_index += k
+        acc.rounds += k

@@ -1,0 +1,87 @@
+"""All the state of one simulation episode, in one place.
+
+Per-job arrays are indexed by the engine's job index (jobs sorted by arrival
+time, then id); ``Simulation`` owns the static per-job facts (arrival, work,
+resources, restart cost) and steps this state. A fresh ``SimState`` per
+``reset`` makes every episode start from the same point.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
+
+
+@dataclass(eq=False)
+class SimState:
+    # Clock.
+    time_s: float
+    round_index: int
+    next_arrival: int  # index of the first job not yet admitted
+    active: list[int]  # arrived, not finished, in arrival order
+    dirty: bool  # a job arrived or finished since the last decision
+    calls: int  # decisions applied
+
+    # Per job: effective job (its architecture and mode as last chosen).
+    jobs: list[Job]
+    is_active: np.ndarray
+    done: np.ndarray
+    progress: np.ndarray  # samples, at full statistical efficiency
+    batch: np.ndarray
+    start: np.ndarray  # first start (nan: never started)
+    finish: np.ndarray  # exact finish time (nan: not finished)
+    restarts: np.ndarray
+    gpu_s: np.ndarray
+    hold_s: np.ndarray  # seconds holding resources
+    worker_s: np.ndarray
+    ps_s: np.ndarray
+    slow_s: np.ndarray  # integral of the interference slowdown while held
+    prod_s: np.ndarray  # seconds held and not paying a restart
+    attained: np.ndarray  # GPU-seconds attained (Tiresias' service)
+    contention: np.ndarray  # integral of the number of active jobs over the job's life
+    delay_left: np.ndarray  # restart delay still to pay
+    rate: np.ndarray  # progress per second (speed x statistical efficiency)
+    speed: np.ndarray  # samples per second
+    slowdown: np.ndarray  # speed alone at the placement / speed with the neighbours
+    alone: np.ndarray  # speed alone at the current placement
+    n_workers: np.ndarray
+    n_ps: np.ndarray
+    placements: list[Placement | None]
+    running: dict[int, Placement]  # job index -> placement, for running jobs
+
+    # Cluster occupancy.
+    gpu_tasks: np.ndarray  # workers per GPU
+    cores_used: np.ndarray  # per server
+    mem_used: np.ndarray  # per server
+
+    # Predictor errors (None: no error): per-job factors on predicted work.
+    work_factor: np.ndarray | None = None
+
+    # Per-round record: (time, rounds, GPUs busy, jobs queued, jobs running, mean slowdown).
+    record: list[tuple[float, int, int, int, int, float]] = field(default_factory=list)
+    # Time jobs spent in the system before the first decision point (given to the first step).
+    pending_job_s: float = 0.0
+
+    @classmethod
+    def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:
+        n = len(jobs)
+
+        def z() -> np.ndarray:
+            return np.zeros(n)
+
+        return cls(
+            time_s=0.0, round_index=0, next_arrival=0, active=[], dirty=True, calls=0,
+            jobs=list(jobs), is_active=np.zeros(n, dtype=bool), done=np.zeros(n, dtype=bool),
+            progress=z(), batch=np.array([j.batch_size for j in jobs], dtype=np.int64),
+            start=np.full(n, np.nan), finish=np.full(n, np.nan), restarts=np.zeros(n, dtype=np.int64),
+            gpu_s=z(), hold_s=z(), worker_s=z(), ps_s=z(), slow_s=z(), prod_s=z(), attained=z(),
+            contention=z(), delay_left=z(), rate=z(), speed=z(), slowdown=np.ones(n), alone=np.ones(n),
+            n_workers=np.zeros(n, dtype=np.int64), n_ps=np.zeros(n, dtype=np.int64),
+            placements=[None] * n, running={},
+            gpu_tasks=np.zeros(n_gpus, dtype=np.int64), cores_used=np.zeros(n_servers),
+            mem_used=np.zeros(n_servers),
+        )

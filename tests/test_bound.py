@@ -1,0 +1,72 @@
+"""The lower bound on JCT: below what every policy achieves, exact for one job."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from hrlsched.cluster import Topology
+from hrlsched.config import SyntheticWorkload
+from hrlsched.core import CATALOGUE
+from hrlsched.experiments.bound import job_floors, lower_bound
+from hrlsched.perf.analytic import AnalyticModel
+from hrlsched.perf.optimus import OptimusModel
+from hrlsched.policies import make_scheduler
+from hrlsched.sim import EngineConfig, Simulator
+from hrlsched.workload.synthetic import generate_synthetic
+from tests.conftest import small_spec
+from tests.helpers import Scripted, job
+
+TOPO = Topology.from_spec(small_spec(servers=2))
+ENG = EngineConfig(round_s=60.0)
+
+
+def built(perf, jobs, eng=ENG) -> SimpleNamespace:
+    return SimpleNamespace(perf=perf, jobs=jobs, engine=eng, topology=perf.topology)
+
+
+@pytest.mark.parametrize("backend", [AnalyticModel, OptimusModel])
+def test_bound_is_below_every_policy(backend) -> None:
+    perf = backend(TOPO, CATALOGUE)
+    cfg = SyntheticWorkload(jobs=25, duration_h=1.0, open_fraction=0.3, duration_median_s=600.0)
+    jobs = generate_synthetic(cfg, perf.work_sizer(), np.random.default_rng(4))
+    floors = job_floors(built(perf, jobs))
+    for policy in ("fifo", "srtf", "tiresias", "optimus", "drf", "optimus+pack"):
+        res = Simulator(TOPO, jobs, perf, make_scheduler(policy), ENG).run()
+        jct = res.finish_s - np.array([j.arrival_s for j in jobs])
+        assert np.all(~np.isnan(jct)), policy
+        assert np.all(floors <= jct * (1 + 1e-9)), (policy, np.flatnonzero(floors > jct))
+        assert lower_bound(built(perf, jobs))["avg_jct_s"] <= jct.mean()
+
+
+def test_bound_equals_the_isolated_jct_of_a_single_job() -> None:
+    perf = AnalyticModel(TOPO, CATALOGUE)
+    j = job(0, arrival=30.0, model="resnet-50", samples=2e5, gpus=2, batch=64)
+    b = built(perf, [j])
+    floor = float(job_floors(b)[0])
+    # Brute force over the same family: every w, every p up to the sockets spanned.
+    best, arg = 0.0, None
+    for w in range(1, TOPO.n_gpus + 1):
+        for p in range(1, len(set(TOPO.gpu_socket[:w].tolist())) + 1):
+            pl = perf.compact_placement(w, p)
+            s = perf.alone_speed(j, pl)
+            if s > best:
+                best, arg = s, pl
+    expect = (60.0 - 30.0) + CATALOGUE["resnet-50"].restart_s + j.total_samples / best
+    assert floor == pytest.approx(expect, rel=1e-9)
+    # The engine gives the same JCT to the job run alone at that allocation.
+    res = Simulator(TOPO, [j], perf, Scripted(lambda v: {0: arg} if v.jobs else {}), ENG).run()
+    assert res.finish_s[0] - j.arrival_s == pytest.approx(floor, rel=1e-9)
+    no_launch = job_floors(built(perf, [j], EngineConfig(round_s=60.0, restart_on_first_start=False)))[0]
+    assert floor - no_launch == pytest.approx(CATALOGUE["resnet-50"].restart_s)
+
+
+def test_open_jobs_can_only_lower_the_bound() -> None:
+    perf = OptimusModel(TOPO, CATALOGUE)
+    jobs = [job(i, arrival=60.0 * i, model=m, samples=5e4, gpus=2) for i, m in enumerate(["vgg-16", "dssm", "wlm"])]
+    closed = job_floors(built(perf, jobs))
+    opened = job_floors(built(perf, [replace(j, arch_open=True, mode_open=True) for j in jobs]))
+    assert np.all(opened <= closed * (1 + 1e-12))

@@ -1,0 +1,131 @@
+"""The Gymnasium environments: check_env, masks never allow an infeasible
+action (hypothesis), clear errors, reproducibility, vector envs, reward."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import hrlsched.envs  # noqa: F401  (registers the environments)
+from hrlsched.core.job import Job
+from hrlsched.envs import InvalidActionError, WorkloadPool
+
+IDS = ("hrlsched/Allocation-v0", "hrlsched/Placement-v0", "hrlsched/Hierarchical-v0")
+SMALL = ["workload.jobs=10", "workload.duration_h=1", "cluster.server_groups.0.count=2"]
+
+
+def open_choices(jobs: list[Job], rng: np.random.Generator) -> list[Job]:
+    """Leave the architecture and/or the mode of about half the jobs to the scheduler."""
+    out = []
+    for j in jobs:
+        a, m = rng.random() < 0.5, rng.random() < 0.3
+        out.append(dataclasses.replace(j, arch_open=a, mode_open=m))
+    return out
+
+
+def run_random(env: gym.Env, seed: int, steps: int | None = None) -> tuple[list[float], list[dict], dict]:
+    rng = np.random.default_rng(seed)
+    obs, info = env.reset(seed=seed)
+    rewards, observations = [], [obs]
+    done, n = False, 0
+    while not done and (steps is None or n < steps):
+        valid = np.flatnonzero(info["action_mask"])
+        assert valid.size >= 1
+        obs, r, te, tr, info = env.step(int(rng.choice(valid)))
+        rewards.append(r)
+        observations.append(obs)
+        done, n = te or tr, n + 1
+    return rewards, observations, info
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_check_env(env_id: str) -> None:
+    env = gym.make(env_id, overrides=SMALL, invalid_action="fallback")
+    check_env(env.unwrapped, skip_render_check=True)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_observations_in_space_and_masks_agree(env_id: str) -> None:
+    env = gym.make(env_id, overrides=SMALL).unwrapped
+    _, observations, _ = run_random(env, 3, steps=60)
+    for obs in observations:
+        assert env.observation_space.contains(obs)
+        assert obs["action_mask"].sum() >= 1
+    assert np.array_equal(env.action_masks(), observations[-1]["action_mask"].astype(bool))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    env_id=st.sampled_from(IDS),
+    jobs=st.integers(2, 12),
+    servers=st.integers(1, 3),
+    gpus_per_switch=st.integers(1, 2),
+    share=st.integers(1, 2),
+    placement=st.sampled_from(["pack", "balance", "random"]),
+    seed=st.integers(0, 10_000),
+)
+def test_masked_actions_never_fail(env_id: str, jobs: int, servers: int, gpus_per_switch: int, share: int,
+                                   placement: str, seed: int) -> None:
+    """Random small scenarios and random masked actions: no valid action
+    raises, and the engine accepts every decision (it validates each one)."""
+    pool = WorkloadPool("default", [seed], [f"workload.jobs={jobs}", "workload.duration_h=0.5", "cluster.racks=1",
+                                            f"cluster.server_groups.0.count={servers}",
+                                            f"cluster.server_groups.0.gpus_per_switch={gpus_per_switch}",
+                                            "workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.5,0.3,0.2]"],
+                        transform=open_choices)
+    env = gym.make(env_id, pool=pool, placement=placement, max_tasks_per_gpu=share, max_decisions=40).unwrapped
+    rewards, _, info = run_random(env, seed)
+    assert info["invalid_actions"] == 0
+    assert all(np.isfinite(rewards))
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unmasked_action_raises_clear_error(env_id: str) -> None:
+    env = gym.make(env_id, overrides=SMALL).unwrapped
+    _, info = env.reset(seed=0)
+    invalid = np.flatnonzero(~info["action_mask"])
+    assert invalid.size
+    with pytest.raises(InvalidActionError, match=f"action {invalid[-1]}"):
+        env.step(int(invalid[-1]))
+    with pytest.raises(InvalidActionError, match="out of range"):
+        env.step(env.action_space.n)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_episode_reproducible(env_id: str) -> None:
+    a = run_random(gym.make(env_id, overrides=SMALL, seeds=[0, 1, 2]).unwrapped, 7)
+    b = run_random(gym.make(env_id, overrides=SMALL, seeds=[0, 1, 2]).unwrapped, 7)
+    assert len(a[0]) == len(b[0])
+    np.testing.assert_allclose(a[0], b[0], rtol=1e-9)
+    for oa, ob in zip(a[1], b[1]):
+        for k in oa:
+            np.testing.assert_allclose(oa[k], ob[k], rtol=1e-6, atol=1e-9)
+
+
+def test_async_vector_env_steps() -> None:
+    envs = gym.vector.AsyncVectorEnv([lambda: gym.make("hrlsched/Allocation-v0", overrides=SMALL)] * 2)
+    try:
+        obs, info = envs.reset(seed=0)
+        rng = np.random.default_rng(0)
+        for _ in range(5):
+            acts = [int(rng.choice(np.flatnonzero(m))) for m in obs["action_mask"]]
+            obs, r, te, tr, info = envs.step(np.array(acts))
+            assert r.shape == (2,)
+    finally:
+        envs.close()
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_reward_sum_is_minus_total_jct(env_id: str) -> None:
+    env = gym.make(env_id, overrides=SMALL, reward_jobs=5.0).unwrapped
+    rewards, _, _ = run_random(env, 1)
+    res = env._sim.result()
+    assert np.all(np.isfinite(res.finish_s)), "the small workload finishes"
+    jct = float(np.sum(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
+    assert sum(rewards) == pytest.approx(-jct / (3600 * 5.0), rel=1e-9)

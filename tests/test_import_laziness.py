@@ -1,0 +1,54 @@
+"""Users time the whole command: a command imports only what it uses (the
+figures are printed by benchmarks/import_time.py; here only which modules)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+HEAVY = ("scipy", "matplotlib", "pandas", "torch", "gymnasium")
+
+PROBE = """
+import json, sys
+from hrlsched.cli import app
+try:
+    app(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | {m for m in sys.modules if m.startswith('hrlsched')})))
+"""
+
+
+def _modules(args: list[str], tmp_path: Path, **env: str) -> set[str]:
+    env = {"HRLSCHED_CACHE_DIR": "off", "PATH": "/usr/bin:/bin", **env}
+    out = subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, check=True,
+                         cwd=tmp_path, env=env).stdout
+    return set(json.loads(out.strip().splitlines()[-1]))
+
+
+def test_simulate_without_plots_imports_nothing_heavy(tmp_path: Path) -> None:
+    mods = _modules(["simulate", "--scenario", "default", "--no-plots", "--out", str(tmp_path / "run")], tmp_path)
+    assert (tmp_path / "run" / "summary.json").exists()
+    assert "hrlsched.sim.engine" in mods
+    assert not mods & set(HEAVY), mods & set(HEAVY)
+    assert "hrlsched.sim.plots" not in mods
+
+
+def test_help_imports_no_config_and_no_numpy(tmp_path: Path) -> None:
+    mods = _modules(["--help"], tmp_path)
+    assert "typer" in mods
+    assert not mods & {"numpy", "pydantic", "hrlsched.config", *HEAVY}
+
+
+def test_measured_backend_needs_scipy_only_to_fill_its_cache(tmp_path: Path, shared_data: Path) -> None:
+    args = ["simulate", "--scenario", "pollux-w6", "--policy", "tiresias-pollux", "--no-plots", "--out"]
+    env = {"HRLSCHED_DATA": str(shared_data), "HRLSCHED_CACHE_DIR": str(tmp_path / "cache")}
+    first = _modules([*args, str(tmp_path / "a")], tmp_path, **env)
+    again = _modules([*args, str(tmp_path / "b")], tmp_path, **env)
+    assert "scipy" in first  # triangulates once
+    assert not again & set(HEAVY), again & set(HEAVY)
+    a, b = (json.loads((tmp_path / r / "summary.json").read_text()) for r in "ab")
+    assert a["jobs_completed"] == b["jobs_completed"] == 160
+    assert abs(a["avg_jct_s"] - b["avg_jct_s"]) <= 1e-9 * a["avg_jct_s"]
