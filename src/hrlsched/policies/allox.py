@@ -27,7 +27,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy.optimize import linear_sum_assignment
 
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision
@@ -41,6 +40,8 @@ def allox_matching(p: np.ndarray, machines: np.ndarray) -> tuple[np.ndarray, np.
     """Optimal (type, position-from-end) of each job: p (jobs x types)
     processing times (inf: cannot run there), machines (types) parallel
     machines of each type. Returns type, position and the total completion time."""
+    from scipy.optimize import linear_sum_assignment  # scipy only for runs that use AlloX
+
     n, k = p.shape
     cols_t, cols_pos = [], []
     for t in range(k):
