@@ -331,3 +331,24 @@ def test_gandiva_still_starts_jobs_on_free_gpus_next_to_a_packed_pair(topo: Topo
     g.packed = {1: 0}
     pl = g.decide(view).placements[2]
     assert not set(pl.gpus) & {0, 1, 2, 3}
+
+
+# ------------------------------------------------------------ oracle or not
+def test_optimus_oracle_sees_the_truth_under_a_noisy_predictor(topo: Topology, perf: OptimusModel) -> None:
+    import dataclasses
+
+    from hrlsched.sim import EngineConfig, Simulator
+
+    rng = np.random.default_rng(5)
+    jobs = [job(i, arrival=float(rng.uniform(0, 600)), samples=float(rng.uniform(1e4, 8e4)),
+                gpus=int(rng.choice([2, 4, 8]))) for i in range(16)]
+    exact = EngineConfig(round_s=60.0, restart_s=30.0)
+    noisy = dataclasses.replace(exact, work_noise=1.0, predictor_noise=1.0)
+    assert make_scheduler("optimus-oracle").oracle
+    a = Simulator(topo, jobs, perf, make_scheduler("optimus-oracle"), exact).run()
+    b = Simulator(topo, jobs, perf, make_scheduler("optimus-oracle"), noisy).run()
+    np.testing.assert_allclose(a.finish_s, b.finish_s)
+    # The policies that estimate (Themis' agents, Gavel, AlloX) read the predictor.
+    c = Simulator(topo, jobs, perf, make_scheduler("allox"), exact).run()
+    d = Simulator(topo, jobs, perf, make_scheduler("allox"), noisy).run()
+    assert not np.allclose(c.finish_s, d.finish_s)

@@ -3,8 +3,9 @@ it for their comparison: Qiao et al., OSDI'21, Sec. 5.2, "Optimus+Oracle").
 
 Rules followed (Optimus' allocation, Sec. 4.1, with the oracle of the Pollux
 comparison):
-- Remaining work is known exactly (oracle), instead of Optimus' online
-  loss-curve fit: remaining steps at the job's own batch size = remaining
+- Remaining work is known exactly (``oracle = True``: the engine gives it the
+  true remaining work and model even when a scenario sets a noisy
+  ``predictor``), instead of Optimus' online loss-curve fit: remaining steps at the job's own batch size = remaining
   progress / progress per step (with the measured backend, the statistical
   gain of that batch at the current epoch).
 - Step time at r GPUs is known exactly: the backend's prediction of the job
@@ -37,6 +38,7 @@ ONE_GPU_APPS = frozenset({"ncf"})
 class OptimusOracle(AllocationPolicy):
     name = "optimus-oracle"
     event_driven = False
+    oracle = True  # the true remaining work and step times, whatever the scenario's predictor
     default_placement = "pack"
 
     def _step_time_fn(self, view: ClusterView, k: int):
