@@ -352,3 +352,14 @@ def test_optimus_oracle_sees_the_truth_under_a_noisy_predictor(topo: Topology, p
     c = Simulator(topo, jobs, perf, make_scheduler("allox"), exact).run()
     d = Simulator(topo, jobs, perf, make_scheduler("allox"), noisy).run()
     assert not np.allclose(c.finish_s, d.finish_s)
+
+
+@pytest.mark.parametrize("name", ["gavel", "gavel-makespan", "allox", "gandiva-fair"])
+def test_one_type_policies_refuse_a_job_larger_than_every_type(name: str) -> None:
+    topo = hetero_topology()  # 8 V100 and 8 K80
+    model = OptimusModel(topo, CATALOGUE)
+    sched = make_scheduler(name)
+    sched.reset(topo, np.random.default_rng(0))
+    view = make_view(topo, model, [job(0, gpus=2), job(7, gpus=12)])
+    with pytest.raises(ValueError, match=r"job 7 .*requests 12 GPUs, more than any GPU type .*K80: 8, V100: 8"):
+        sched.decide(view)

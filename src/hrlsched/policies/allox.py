@@ -32,7 +32,7 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Scheduler
-from hrlsched.policies.gavel import place_on_type
+from hrlsched.policies.gavel import check_one_type, place_on_type
 from hrlsched.policies.placement.occupancy import Occupancy
 
 
@@ -97,6 +97,7 @@ class AlloX(Scheduler):
         waiting = [k for k, pl in enumerate(view.placements) if pl is None]
         if not waiting:
             return out
+        check_one_type(self.name, view, self.types, self.capacity)
         waiting.sort(key=lambda k: view.jobs[k].arrival_s)
         waiting = waiting[: max(1, math.ceil(self.alpha * len(waiting)))]
         p = self.processing_times(view, waiting)

@@ -33,7 +33,7 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Scheduler
-from hrlsched.policies.gavel import place_on_type
+from hrlsched.policies.gavel import check_one_type, place_on_type
 from hrlsched.policies.placement.occupancy import Occupancy
 
 
@@ -103,6 +103,7 @@ class GandivaFair(Scheduler):
     def decide(self, view: ClusterView) -> Decision:
         ids = view.job_ids.tolist()
         if frozenset(ids) != self.ids:
+            check_one_type(self.name, view, self.types, self.capacity)
             self._shares(view)
             self.ids = frozenset(ids)
             # A new job starts at the smallest pass of its peers (no credit for the past).

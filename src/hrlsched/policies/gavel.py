@@ -40,6 +40,23 @@ from hrlsched.policies.placement.frame import gpus_in_server
 from hrlsched.policies.placement.occupancy import Occupancy
 
 
+def check_one_type(policy: str, view: ClusterView, types: np.ndarray, capacity: np.ndarray) -> None:
+    """Gavel, AlloX and Gandiva-fair run a job on GPUs of one type: a job that
+    asks for more GPUs than the largest type has could never run (it would
+    wait until ``sim.max_time_s``), so it is refused with its name."""
+    req = np.fromiter((j.requested_gpus for j in view.jobs), dtype=np.int64, count=len(view.jobs))
+    bad = np.flatnonzero(req > capacity.max(initial=0))
+    if bad.size:
+        j = view.jobs[int(bad[0])]
+        names = view.topology.gpu_type_names
+        per = ", ".join(f"{names[int(t)]}: {int(c)}" for t, c in zip(types, capacity))
+        raise ValueError(
+            f"{policy}: job {j.job_id} ({j.name}) requests {j.requested_gpus} GPUs, more than any GPU type "
+            f"of the cluster has ({per}); {policy} runs a job on GPUs of one type: cap the job's GPUs in "
+            f"the workload, or give the cluster a larger group of one type"
+        )
+
+
 def solve_allocation(T: np.ndarray, scale: np.ndarray, capacity: np.ndarray, norm: np.ndarray) -> np.ndarray:
     """X (jobs x types) maximising min_m sum_t T[m,t] X[m,t] / norm[m] under
     sum_t X[m,t] <= 1 and sum_m scale[m] X[m,t] <= capacity[t] (HiGHS LP)."""
@@ -138,6 +155,7 @@ class Gavel(Scheduler):
         ids = view.job_ids.tolist()
         idset = frozenset(ids)
         if idset != self.ids:
+            check_one_type(self.name, view, self.types, self.capacity)
             X = self.allocation(view)
             self.X = {jid: X[k] for k, jid in enumerate(ids)}
             self.ids = idset
