@@ -83,7 +83,7 @@ def test_gavel_round_mechanism_follows_the_allocation() -> None:
     topo = hetero_topology()
     model = OptimusModel(topo, CATALOGUE)
     jobs = [job(k, model="resnet-50", gpus=8, samples=1e9) for k in range(4)]
-    g = Gavel()
+    g = Gavel(round_s=60.0)  # one of Gavel's rounds per call
     g.reset(topo, np.random.default_rng(0))
     counts = np.zeros((4, 2))
     placements: list = [None] * 4
@@ -96,6 +96,23 @@ def test_gavel_round_mechanism_follows_the_allocation() -> None:
                 counts[k, int(np.searchsorted(g.types, topo.gpu_type[pl.gpus[0]]))] += 1
     X = np.array([g.X[j.job_id] for j in jobs])
     assert np.abs(counts / 40 - X).max() < 0.1
+
+
+def test_gavel_holds_a_round_for_its_length() -> None:
+    topo = hetero_topology()
+    model = OptimusModel(topo, CATALOGUE)
+    a, b = job(0, gpus=4, samples=1e9), job(1, arrival=60.0, gpus=4, samples=1e9)
+    g = Gavel()  # rounds of 360 s, as Gavel's scheduler
+    g.reset(topo, np.random.default_rng(0))
+    first = g.decide(make_view(topo, model, [a], time_s=0.0)).placements
+    assert list(first) == [0]
+    for t in (60.0, 300.0):  # b arrived inside the round: it waits, a runs on where it was
+        d = g.decide(make_view(topo, model, [a, b], placements=[first[0], None], time_s=t))
+        assert d.placements == first
+    d = g.decide(make_view(topo, model, [a, b], placements=[first[0], None], time_s=360.0))
+    assert set(d.placements) == {0, 1}
+    with pytest.raises(ValueError, match="round_s"):
+        Gavel(round_s=0.0)
 
 
 # ------------------------------------------------------------------- AlloX

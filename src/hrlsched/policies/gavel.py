@@ -15,12 +15,16 @@ Rules followed:
   minimise max_m remaining_m / throughput(m, X), i.e. maximise
   min_m throughput(m, X) / remaining_m (both linear after the epigraph
   variable z).
-- Round-based mechanism (Sec. 5): the allocation is recomputed when jobs
-  arrive or finish; each round, priority[m, t] = X[m, t] / (fraction of the
+- Round-based mechanism (Sec. 5): rounds of ``round_s`` (360 s, the
+  ``time_per_iteration`` of Gavel's scheduler; at least the engine's round).
+  At the start of a round, the allocation is recomputed if jobs arrived or
+  finished since the last one; priority[m, t] = X[m, t] / (fraction of the
   rounds since the job arrived that it ran on type t) (infinite when it has
   not run there yet and X > 0); (job, type) pairs are served in priority
   order, a job on one type per round, while that type has GPUs for its scale
-  factor; jobs on the same type as last round keep their GPUs.
+  factor; jobs on the same type as last round keep their GPUs. Inside a
+  round the round's jobs run on: a job that arrives, or GPUs that a finished
+  job leaves, wait for the next round.
 
 Departures: T[m, t] is the backend's prediction of the job alone on GPUs of
 type t packed on the fewest servers (the paper measures it, or estimates it
@@ -107,10 +111,13 @@ class Gavel(Scheduler):
     name = "gavel"
     event_driven = False
 
-    def __init__(self, objective: str = "max_min_fairness") -> None:
+    def __init__(self, objective: str = "max_min_fairness", round_s: float = 360.0) -> None:
         if objective not in ("max_min_fairness", "makespan"):
             raise ValueError(f"gavel: objective must be 'max_min_fairness' or 'makespan', got {objective!r}")
+        if not np.isfinite(round_s) or round_s <= 0:
+            raise ValueError(f"gavel: round_s must be a positive number of seconds, got {round_s}")
         self.objective = objective
+        self.round_s = float(round_s)
         if objective == "makespan":
             self.name = "gavel-makespan"
 
@@ -121,7 +128,8 @@ class Gavel(Scheduler):
         self.received: dict[int, np.ndarray] = {}  # rounds run on each type
         self.X: dict[int, np.ndarray] = {}
         self.ids: frozenset[int] = frozenset()
-        self.last_remaining: dict[int, float] = {}
+        self.next_round_s = -np.inf  # when Gavel's current round ends
+        self.held: dict[int, Placement] = {}  # the placements of the current round
 
     def throughputs(self, view: ClusterView) -> np.ndarray:
         topo = self.topo
@@ -153,6 +161,13 @@ class Gavel(Scheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         ids = view.job_ids.tolist()
+        if view.time_s + 1e-9 < self.next_round_s:
+            # Inside one of Gavel's rounds: the round's jobs run on; arrivals,
+            # and GPUs that a finished job left, wait for the next round.
+            alive = set(ids)
+            return Decision(placements={j: pl for j, pl in self.held.items() if j in alive})
+        period = max(self.round_s, view.round_s)
+        self.next_round_s = view.time_s + period
         idset = frozenset(ids)
         if idset != self.ids:
             check_one_type(self.name, view, self.types, self.capacity)
@@ -160,7 +175,7 @@ class Gavel(Scheduler):
             self.X = {jid: X[k] for k, jid in enumerate(ids)}
             self.ids = idset
         k_types = len(self.types)
-        rounds = np.maximum(np.floor(view.age_s() / view.round_s), 1.0)
+        rounds = np.maximum(np.floor(view.age_s() / period), 1.0)
         prio = np.zeros((len(ids), k_types))
         for k, jid in enumerate(ids):
             rec = self.received.setdefault(jid, np.zeros(k_types))
@@ -199,6 +214,7 @@ class Gavel(Scheduler):
             if pl is not None:
                 ti = int(np.searchsorted(self.types, topo.gpu_type[pl.gpus[0]]))
                 self.received[jid][ti] += 1
+        self.held = dict(out.placements)
         return out
 
 
