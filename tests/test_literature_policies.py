@@ -10,7 +10,9 @@ from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
 from hrlsched.core import CATALOGUE, Job
 from hrlsched.perf import OptimusModel
 from hrlsched.policies import make_scheduler
-from hrlsched.policies.allox import allox_matching
+from hrlsched.policies.allox import AlloX, allox_matching
+from hrlsched.policies.gandiva import Gandiva
+from hrlsched.policies.gandiva_fair import GandivaFair
 from hrlsched.policies.gavel import Gavel
 from hrlsched.policies.pollux import Pollux, power_mean
 from hrlsched.policies.themis import Themis, nash_allocation
@@ -380,3 +382,22 @@ def test_one_type_policies_refuse_a_job_larger_than_every_type(name: str) -> Non
     view = make_view(topo, model, [job(0, gpus=2), job(7, gpus=12)])
     with pytest.raises(ValueError, match=r"job 7 .*requests 12 GPUs, more than any GPU type .*K80: 8, V100: 8"):
         sched.decide(view)
+
+
+@pytest.mark.parametrize(("factory", "message"), [
+    (lambda: Themis(lease_s=0.0), "themis: lease_s"),
+    (lambda: Themis(f=1.0), "themis: f"),
+    (lambda: Gavel("fastest"), "gavel: objective"),
+    (lambda: Gavel(round_s=-1.0), "gavel: round_s"),
+    (lambda: Pollux(population=1), "pollux: population"),
+    (lambda: Pollux(generations=-1), "pollux: generations"),
+    (lambda: Pollux(p=2.0), "pollux: p"),
+    (lambda: Pollux(restart_delay_s=float("nan")), "pollux: restart_delay_s"),
+    (lambda: AlloX(alpha=0.0), "allox: alpha"),
+    (lambda: Gandiva(grow_gain=0.0), "gandiva: grow_gain"),
+    (lambda: Gandiva(unpack_below=1.2), "gandiva: unpack_below"),
+    (lambda: GandivaFair({"a": -1}), "gandiva-fair: tickets"),
+])
+def test_literature_policies_refuse_bad_parameters_by_name(factory, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        factory()

@@ -70,6 +70,12 @@ class Gandiva(Scheduler):
     max_tasks_per_gpu = 2
 
     def __init__(self, pack_gain: float = 1.0, unpack_below: float = 0.95, grow_gain: float = 1.3) -> None:
+        for what, v in (("pack_gain", pack_gain), ("unpack_below", unpack_below), ("grow_gain", grow_gain)):
+            if not np.isfinite(v) or v <= 0:
+                raise ValueError(f"gandiva: {what} must be a positive ratio of normalised throughputs, got {v}")
+        if unpack_below > pack_gain:
+            raise ValueError(f"gandiva: unpack_below ({unpack_below}) must not exceed pack_gain ({pack_gain}): "
+                             "a pair packed at pack_gain would be unpacked at once")
         self.pack_gain = float(pack_gain)
         self.unpack_below = float(unpack_below)
         self.grow_gain = float(grow_gain)

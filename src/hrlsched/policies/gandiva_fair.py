@@ -62,6 +62,9 @@ class GandivaFair(Scheduler):
 
     def __init__(self, tickets: dict[str, float] | None = None) -> None:
         self.tickets = dict(tickets or {})
+        bad = {u: t for u, t in self.tickets.items() if not (isinstance(t, (int, float)) and np.isfinite(t) and t > 0)}
+        if bad:
+            raise ValueError(f"gandiva-fair: tickets must be positive numbers per user, got {bad}")
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.topo = topology

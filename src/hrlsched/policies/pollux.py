@@ -164,8 +164,14 @@ class Pollux(Scheduler):
     def __init__(self, p: float = -1.0, population: int = 100, generations: int = 100,
                  restart_delay_s: float = 30.0, max_replicas: int = 64, max_nodes: int = 16,
                  patience: int = 0) -> None:
-        if p > 1:
+        if not p <= 1:
             raise ValueError(f"pollux: p must be <= 1 (a mean that favours fairness), got {p}")
+        for what, v, lo in (("population", population, 2), ("generations", generations, 0),
+                            ("max_replicas", max_replicas, 1), ("max_nodes", max_nodes, 1), ("patience", patience, 0)):
+            if int(v) != v or v < lo:
+                raise ValueError(f"pollux: {what} must be an integer >= {lo}, got {v}")
+        if not math.isfinite(restart_delay_s) or restart_delay_s < 0:
+            raise ValueError(f"pollux: restart_delay_s must be a non-negative number of seconds, got {restart_delay_s}")
         self.p = float(p)
         self.population = int(population)
         self.generations = int(generations)

@@ -68,6 +68,8 @@ class Themis(AllocationPolicy):
     def __init__(self, f: float = 0.8, lease_s: float = 600.0) -> None:
         if not 0.0 <= f < 1.0:
             raise ValueError(f"themis: f must be in [0, 1), got {f}")
+        if not math.isfinite(lease_s) or lease_s <= 0:
+            raise ValueError(f"themis: lease_s must be a positive number of seconds, got {lease_s}")
         self.f = float(f)
         self.lease_s = float(lease_s)
 
