@@ -35,6 +35,21 @@ def test_nash_allocation_maximises_the_product() -> None:
     assert win == [0, 2] and logw == pytest.approx(np.log(4.0))
 
 
+def test_nash_allocation_matches_brute_force() -> None:
+    import itertools
+
+    rng = np.random.default_rng(3)
+    for _ in range(30):
+        sizes = rng.integers(1, 5, size=int(rng.integers(1, 4)))
+        values = [np.concatenate([[1.0], np.cumsum(rng.uniform(0.05, 2.0, size=int(m)))]) for m in sizes]
+        supply = int(rng.integers(0, 7))
+        win, logw = nash_allocation(values, supply)
+        best = max(sum(np.log(v[g]) for v, g in zip(values, gs))
+                   for gs in itertools.product(*[range(len(v)) for v in values]) if sum(gs) <= supply)
+        assert sum(win) <= supply and logw == pytest.approx(best)
+        assert sum(np.log(v[g]) for v, g in zip(values, win)) == pytest.approx(best)
+
+
 def test_themis_auctions_to_the_worst_rho(topo: Topology, perf: OptimusModel) -> None:
     jobs = [job(0, arrival=0.0, gpus=16, samples=1e6), job(1, arrival=3000.0, gpus=16, samples=1e6),
             job(2, arrival=3000.0, gpus=16, samples=1e6)]
@@ -401,3 +416,18 @@ def test_one_type_policies_refuse_a_job_larger_than_every_type(name: str) -> Non
 def test_literature_policies_refuse_bad_parameters_by_name(factory, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         factory()
+
+
+def test_pollux_keeps_a_jobs_own_gpus_first(topo: Topology, perf: OptimusModel) -> None:
+    from hrlsched.policies.placement.occupancy import Occupancy
+
+    p = Pollux()
+    p.reset(topo, np.random.default_rng(0))  # 2 servers of 8 GPUs
+    other = job(1, gpus=1)
+    view = make_view(topo, perf, [job(0, gpus=3), other], placements=[Placement((3, 5)), Placement((0,))])
+    occ = Occupancy(view)
+    occ.commit(other, Placement((0,)))
+    gs = p._gpus_on(occ, np.array([2, 1]), (3, 5))
+    assert gs.tolist() == [3, 5, 8]  # its own two on server 0, then server 1's first free
+    gs = p._gpus_on(occ, np.array([3, 0]), (5,))
+    assert gs.tolist() == [5, 1, 2]  # GPU 0 is taken

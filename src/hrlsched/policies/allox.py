@@ -43,14 +43,10 @@ def allox_matching(p: np.ndarray, machines: np.ndarray) -> tuple[np.ndarray, np.
     from scipy.optimize import linear_sum_assignment  # scipy only for runs that use AlloX
 
     n, k = p.shape
-    cols_t, cols_pos = [], []
-    for t in range(k):
-        per = max(1, math.ceil(n / max(int(machines[t]), 1)))
-        for pos in range(1, per + 1):
-            for _ in range(int(machines[t])):
-                cols_t.append(t)
-                cols_pos.append(pos)
-    ct, cp = np.array(cols_t), np.array(cols_pos)
+    m = np.asarray(machines, dtype=np.int64)
+    per = np.maximum(1, -(-n // np.maximum(m, 1)))  # positions per machine: ceil(n / machines)
+    ct = np.repeat(np.arange(k), per * m)  # a column per (type, position, machine)
+    cp = np.concatenate([np.repeat(np.arange(1, per[t] + 1), m[t]) for t in range(k)])
     big = 1e18
     cost = np.where(np.isfinite(p[:, ct]), p[:, ct] * cp[None, :], big)
     rows, cols = linear_sum_assignment(cost)

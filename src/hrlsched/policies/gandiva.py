@@ -203,14 +203,14 @@ class Gandiva(Scheduler):
             if view.perf.isolated_speed(job, 2 * pl.n_workers, pl.n_ps, b) < self.grow_gain * now:
                 continue
             servers = np.unique(topo.gpu_server[list(pl.gpus)])
-            extra: list[int] = []
             cap = excl.worker_capacity(job)
-            for s in list(servers) + [int(x) for x in np.argsort(-cap) if x not in servers]:
-                if len(extra) >= pl.n_workers:
-                    break
-                extra.extend(gpus_in_server(excl, int(s), int(min(cap[s], pl.n_workers - len(extra)))).tolist())
+            rest = np.argsort(-cap)
+            order = np.concatenate([servers, rest[~np.isin(rest, servers)]])
+            take = np.diff(np.minimum(np.cumsum(cap[order]), pl.n_workers), prepend=0)
+            used = np.flatnonzero(take > 0)
+            extra = [int(g) for i in used for g in gpus_in_server(excl, int(order[i]), int(take[i]))]
             if len(extra) == pl.n_workers:
-                new = Placement(pl.gpus + tuple(int(g) for g in extra), pl.ps_sockets)
+                new = Placement(pl.gpus + tuple(extra), pl.ps_sockets)
                 trial = Placement.of(extra, ())
                 if excl.fits(job, trial):
                     out[jid] = new

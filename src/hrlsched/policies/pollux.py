@@ -424,18 +424,9 @@ class Pollux(Scheduler):
             if job.job_id in out.placements or best[r].sum() == 0:
                 continue
             old = view.placements[int(k)]
-            old_g = set(old.gpus) if old is not None else set()
-            gpus: list[int] = []
-            for s in np.flatnonzero(best[r]):
-                lo = topo.server_first_gpu[s]
-                cand = np.arange(lo, lo + topo.server_gpus[s])
-                cand = cand[occ.gpu_free[cand] > 0]
-                # Prefer the job's own GPUs, then the lowest index.
-                cand = sorted(cand.tolist(), key=lambda g: (g not in old_g, g))
-                gpus.extend(cand[: int(best[r, s])])
-            if len(gpus) < best[r].sum():
+            gs = self._gpus_on(occ, best[r], old.gpus if old is not None else ())
+            if gs.size < best[r].sum():
                 continue
-            gs = np.asarray(gpus)
             ps = occ.ps_sockets_for(job, job.num_ps_requested, np.unique(topo.gpu_server[gs]), gs) \
                 if job.arch == "ps" else ()
             if ps is None:
@@ -451,6 +442,17 @@ class Pollux(Scheduler):
                 out.batch_sizes[job.job_id] = b
         return out
 
+
+    def _gpus_on(self, occ: Occupancy, row: np.ndarray, own: tuple[int, ...]) -> np.ndarray:
+        """row[s] free GPUs on each server s, the job's own GPUs first, then
+        the lowest index; servers in index order (fewer where a server lacks them)."""
+        topo = self.topo
+        g = np.flatnonzero((row[topo.gpu_server] > 0) & (occ.gpu_free > 0))
+        srv = topo.gpu_server[g]
+        g = g[np.lexsort((g, ~np.isin(g, own), srv))]
+        srv = topo.gpu_server[g]
+        rank = np.arange(g.size) - np.searchsorted(srv, srv, side="left")
+        return g[rank < row[srv]]
 
     def _first_batch(self, view: ClusterView, job: Job) -> int:
         """Batch of a job with no profile yet: its application's initial batch

@@ -42,16 +42,17 @@ def nash_allocation(values: list[np.ndarray], supply: int) -> tuple[list[int], f
     n = len(values)
     best = np.zeros(supply + 1)  # best log-welfare using at most s GPUs
     choice = np.zeros((n, supply + 1), dtype=np.int64)
+    s_ = np.arange(supply + 1)
     for i, v in enumerate(values):
-        logv = np.log(np.maximum(np.asarray(v, dtype=float), 1e-300))
-        new = np.full(supply + 1, -np.inf)
-        for g in range(min(len(v) - 1, supply) + 1):
-            cand = np.full(supply + 1, -np.inf)
-            cand[g:] = best[: supply + 1 - g] + logv[g]
-            better = cand > new + 1e-12
-            new = np.where(better, cand, new)
-            choice[i] = np.where(better, g, choice[i])
-        best = new
+        m = min(len(v) - 1, supply)
+        logv = np.log(np.maximum(np.asarray(v, dtype=float)[: m + 1], 1e-300))
+        # cand[g, s]: job i wins g GPUs, the jobs before it share the other s - g.
+        rest = s_[None, :] - np.arange(m + 1)[:, None]
+        cand = np.where(rest >= 0, best[np.maximum(rest, 0)] + logv[:, None], -np.inf)
+        top = cand.max(axis=0)
+        # The smallest bundle within 1e-12 of the best (ties go to fewer GPUs).
+        choice[i] = np.argmax(cand >= top[None, :] - 1e-12, axis=0)
+        best = top
     out = [0] * n
     s = supply
     for i in range(n - 1, -1, -1):
@@ -75,26 +76,32 @@ class Themis(AllocationPolicy):
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.lease: dict[int, tuple[int, float]] = {}  # job -> (GPUs, lease end)
+        self._speed: dict[tuple, np.ndarray] = {}  # (job, arch, mode, PSs, batch) -> speed alone at 0, 1, ... GPUs
 
-    def rho(self, view: ClusterView, k: int, gpus: np.ndarray) -> np.ndarray:
+    def speeds(self, view: ClusterView, k: int, upto: int) -> np.ndarray:
+        """Job k's predicted speed alone at 0..upto GPUs (0 at none), kept
+        per job and batch and extended on demand, so that a round reads them
+        as one array."""
+        job, b = view.jobs[k], int(view.batch_sizes[k])
+        key = (job.job_id, job.arch, job.mode, job.num_ps_requested, b)
+        tab = self._speed.get(key, np.zeros(1))
+        if tab.size <= upto:
+            more = [view.perf.isolated_speed(job, g, job.num_ps_requested, b) for g in range(tab.size, upto + 1)]
+            tab = self._speed[key] = np.concatenate([tab, more])
+        return tab
+
+    def rho(self, view: ClusterView, k: int, gpus: np.ndarray, age_s: float | None = None) -> np.ndarray:
         """Finish-time fairness of job k at each GPU count in ``gpus``."""
         job = view.jobs[k]
-        b = int(view.batch_sizes[k])
-        n = len(view.jobs)
-        total_gpus = view.topology.n_gpus
-        req_speed = view.perf.isolated_speed(job, job.requested_gpus, job.num_ps_requested, b)
-        share = min(1.0, total_gpus / (n * job.requested_gpus))
+        g = np.asarray(gpus, dtype=np.int64)
+        sp = self.speeds(view, k, max(int(g.max(initial=0)), job.requested_gpus))
+        share = min(1.0, view.topology.n_gpus / (len(view.jobs) * job.requested_gpus))
         work = float(view.progress[k] + view.remaining[k])
-        t_id = work / (req_speed * share)
-        age = float(view.age_s()[k])
-        out = np.empty(len(gpus))
-        for i, g in enumerate(gpus):
-            if g <= 0:
-                out[i] = 1e12  # never finishes without GPUs: worst
-                continue
-            sp = view.perf.isolated_speed(job, int(g), job.num_ps_requested, b)
-            out[i] = (age + float(view.remaining[k]) / sp) / t_id
-        return out
+        t_id = work / (sp[job.requested_gpus] * share)
+        age = float(view.age_s()[k]) if age_s is None else float(age_s)
+        with np.errstate(divide="ignore"):
+            t_sh = age + float(view.remaining[k]) / sp[np.maximum(g, 0)]
+        return np.where(g > 0, t_sh / t_id, 1e12)  # never finishes without GPUs: worst
 
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         n = len(view.jobs)
@@ -108,7 +115,8 @@ class Themis(AllocationPolicy):
                 held[k] = g
         supply = int(view.topology.n_gpus - held.sum())
         req = np.array([j.requested_gpus for j in view.jobs], dtype=np.int64)
-        rho_now = np.array([self.rho(view, k, np.array([held[k]]))[0] for k in range(n)])
+        age = view.age_s()
+        rho_now = np.array([self.rho(view, k, held[k:k + 1], age[k])[0] for k in range(n)])
         worst = np.argsort(-rho_now, kind="stable")
         n_bid = max(1, math.ceil((1.0 - self.f) * n)) if n else 0
         bidders = [int(k) for k in worst[:n_bid] if held[k] < req[k]]
@@ -117,7 +125,7 @@ class Themis(AllocationPolicy):
             vals = []
             for k in bidders:
                 extra = np.arange(0, int(req[k] - held[k]) + 1)
-                r = self.rho(view, k, held[k] + extra)
+                r = self.rho(view, k, held[k] + extra, age[k])
                 vals.append(r[0] / r)
             win, _ = nash_allocation(vals, supply)
             logv = [float(np.log(v[g])) for v, g in zip(vals, win)]
