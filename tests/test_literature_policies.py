@@ -431,3 +431,21 @@ def test_pollux_keeps_a_jobs_own_gpus_first(topo: Topology, perf: OptimusModel) 
     assert gs.tolist() == [3, 5, 8]  # its own two on server 0, then server 1's first free
     gs = p._gpus_on(occ, np.array([3, 0]), (5,))
     assert gs.tolist() == [5, 1, 2]  # GPU 0 is taken
+
+
+def test_gandiva_unpacks_a_pair_whose_measured_speeds_say_it_does_not_pay(topo: Topology, perf: OptimusModel) -> None:
+    import dataclasses
+
+    a = job(0, gpus=4, arch="allreduce", model="vgg-16", samples=1e7)
+    b = job(1, gpus=4, arch="allreduce", model="vgg-16", samples=1e7)
+    shared = Placement((0, 1, 2, 3))
+    view = make_view(topo, perf, [a, b], placements=[shared, shared], time_s=120.0)
+    alone = np.array([perf.alone_speed(j, shared) for j in (a, b)])
+    for measured, unpacked in ((0.6, False), (0.4, True)):  # normalised sum 1.2 or 0.8 (threshold 0.95)
+        g = Gandiva()
+        g.reset(topo, np.random.default_rng(0))
+        g.packed = {1: 0}
+        d = g.decide(dataclasses.replace(view, speed=measured * alone))
+        # Unpacked, the later job leaves the pair's GPUs (here for 4 free ones).
+        assert (not set(d.placements[1].gpus) & set(shared.gpus)) == unpacked and d.placements[0] == shared
+        assert ((1, 0) in g.unpacked) == unpacked and (1 in g.packed) != unpacked
