@@ -22,8 +22,9 @@ Rules followed:
   a job waits.
 
 Departures: time-slicing inside a GPU is the engine's GPU sharing (no explicit
-round-robin slices, no suspend cost); packing decisions use the backend's
-predictions for the pair alone on those GPUs (Gandiva profiles them on line).
+round-robin slices, no suspend cost); packing decisions use the predictor's
+speeds for the pair alone on those GPUs (Gandiva profiles them on line);
+migration and grow-shrink pay the engine's checkpoint-restart delay.
 """
 
 from __future__ import annotations

@@ -18,9 +18,13 @@ Rules followed:
   than its own ratio, the buyer pays less than its own). Each type is then
   stride-scheduled on its own with the traded shares as tickets.
 
-Departures: the stride quantum is our round; speed ratios are the backend's
-predictions alone (the paper profiles jobs); one trade (best buyer, worst
-seller) per re-computation, recomputed when the set of jobs changes.
+Departures: the stride quantum is the engine's round, and every job swapped
+in pays the engine's checkpoint-restart delay (Gandiva's GPU suspend-resume
+is much cheaper), so short rounds cost it many restarts; speed ratios are
+the predictor's speeds alone (the paper profiles jobs); only the fastest and
+the slowest type are traded, one trade (best buyer, worst seller) per
+re-computation, recomputed when the set of jobs changes; a job larger than
+every GPU type is refused with an error.
 """
 
 from __future__ import annotations

@@ -26,10 +26,14 @@ Rules followed:
   round the round's jobs run on: a job that arrives, or GPUs that a finished
   job leaves, wait for the next round.
 
-Departures: T[m, t] is the backend's prediction of the job alone on GPUs of
+Departures: T[m, t] is the predictor's speed of the job alone on GPUs of
 type t packed on the fewest servers (the paper measures it, or estimates it
-by matrix completion); space sharing (co-location) is not considered;
-placement inside a type packs the job on the fewest servers.
+by matrix completion), and the makespan policy's remaining work the view's
+prediction (both exact unless the scenario sets ``predictor``); space
+sharing (co-location) is not considered; placement inside a type packs the
+job on the fewest servers; a job larger than every GPU type is refused with
+an error (Gavel runs a job on one type; it would never start). Each change
+of a job's GPUs pays the engine's checkpoint-restart delay.
 """
 
 from __future__ import annotations

@@ -32,8 +32,9 @@ Rules followed (paper Sec. 3-4):
 
 Where it departs from the paper (and the artifact, petuum/adaptdl branch
 osdi21-artifact, ``simulator/pollux.py``):
-- Throughput is the backend's own (oracle) prediction, not a throughput model
-  fitted online to the job's observed step times: with the measured backend,
+- Throughput is the predictor's (the simulator's own model unless the
+  scenario sets ``predictor``), not a throughput model fitted online to the
+  job's observed step times: with the measured backend,
   the measured step time of an even spread of the GPUs over the servers
   (the fitted model of the artifact also sees only (servers, GPUs)); other
   backends: the job alone on an even spread, at its own batch size

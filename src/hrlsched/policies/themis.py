@@ -18,10 +18,11 @@ Rules followed:
 - Leftover GPUs (not won, or withheld by partial allocation) go to the other
   jobs, worst rho first, up to their request (work conservation).
 
-Departures: the agents' remaining-work estimates are the true remaining work
-(oracle) and speeds at g GPUs are the backend's prediction alone on g GPUs
-packed on the fewest servers (the paper asks the job's hyper-parameter tuner
-and profiles); bundles are GPU counts, placed by ``pack`` afterwards, not
+Departures: the agents' remaining-work estimates are the view's predicted
+remaining work and speeds at g GPUs the predictor's speed alone on g GPUs
+packed on the fewest servers (both exact unless the scenario sets
+``predictor``; the paper asks the job's hyper-parameter tuner and profiles);
+bundles are GPU counts, placed by ``pack`` afterwards, not
 placement-specific bundles; withheld fractions are rounded down to whole GPUs.
 """
 
