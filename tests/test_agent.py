@@ -104,7 +104,7 @@ def test_teacher_in_the_env_tracks_its_heuristic() -> None:
 
 def test_ppo_improves_on_a_random_policy(tmp_path: Path) -> None:
     cfg = TrainConfig(overrides=TINY, level="1", max_jobs=16, train_seeds=[1000], valid_seeds=[1000], minutes=None,
-                      steps=2500, workers=0, rollouts=4, bc_episodes=0, lr=3e-3, epochs=4, minibatch=128,
+                      steps=1200, workers=0, rollouts=4, bc_episodes=0, lr=3e-3, epochs=4, minibatch=128,
                       horizon_start_h=10.0, ent_coef=0.0, ent_coef_end=0.0, eval_every_min=1e9, net=SMALL_NET.to_dict())
     tr = Trainer(cfg, tmp_path, log=lambda s: None)
     spec = lambda act: RolloutSpec("allocate", cfg.env_kwargs(), 1000, [1, 2, 3, 4], net_config=tr._payload_net(),  # noqa: E731
