@@ -205,7 +205,12 @@ class RolloutPool:
     def map(self, specs: list[RolloutSpec]) -> list[list[Trajectory]]:
         if self._pool is None:
             return [run(s) for s in specs]
-        return self._pool.map(run, specs, chunksize=1)
+        res = self._pool.map_async(run, specs, chunksize=1)
+        while True:  # a wait with a timeout lets Ctrl-C through (a bare get() would not)
+            try:
+                return res.get(timeout=0.5)
+            except mp.TimeoutError:
+                continue
 
     def close(self) -> None:
         if self._pool is not None:

@@ -215,6 +215,8 @@ class Trainer:
 
     def save(self, name: str = "last.pt") -> None:
         ckpt.save(self.out / name, self._payload())
+        if name == "best.pt":  # what `hrl --checkpoint` needs, without the optimiser
+            ckpt.export_policy(self.out / name, self.out / "best-policy.pt")
 
     def _spec(self, wseed: int, episode_seeds: list[int], **kw: Any) -> RolloutSpec:
         return RolloutSpec(self.cfg.part, self.cfg.env_kwargs(), int(wseed), episode_seeds,
