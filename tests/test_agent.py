@@ -201,3 +201,17 @@ def test_training_on_a_local_ray_instance(tmp_path: Path) -> None:
     res = Trainer(cfg, tmp_path, log=lambda s: None, pool=RayRolloutPool(2)).run()
     assert res["iterations"] >= 1 and res["env_steps"] >= 300
     assert (tmp_path / "last.pt").exists() and (tmp_path / "best.pt").exists()
+
+
+def test_shipped_checkpoint_loads_and_decides() -> None:
+    from hrlsched.agent.policy import HRLScheduler, shipped_checkpoint
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    path = shipped_checkpoint()
+    assert path.is_file() and path.stat().st_size < 5_000_000
+    pol = HRLScheduler()
+    assert pol.ck["config"]["train_seeds"] and min(pol.ck["config"]["train_seeds"]) >= 100
+    res = simulate(resolve_run_config("default", "hrl", 0, TINY))
+    assert summary(res, "hrl", "default")["jobs_completed"] == 10
