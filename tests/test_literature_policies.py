@@ -82,7 +82,10 @@ def test_gavel_max_min_equalises_normalised_throughput() -> None:
     g = Gavel()
     g.reset(topo, np.random.default_rng(0))
     T = g.throughputs(view)
-    assert np.all(T[:, 1] > T[:, 0])  # V100 (type index 1 of K80 < V100) is faster
+    # Faster on the type where the model is faster (type index 1 of K80 < V100 is
+    # for resnet-50 and vgg-16; with Gavel's data, dssm's is the K80).
+    sp = topo.type_speeds([j.model for j in jobs])
+    assert np.all((T[:, 1] > T[:, 0]) == (sp[:, 1] > sp[:, 0])) and np.all(T[:2, 1] > T[:2, 0])
     X = g.allocation(view)
     n = len(jobs)
     scale = np.array([j.requested_gpus for j in jobs], dtype=float)

@@ -19,7 +19,8 @@ Departures: the paper's resource types are CPU and GPU servers and its jobs
 use one machine; here the types are the cluster's GPU types and a job needs
 its requested GPUs, so a type of G_t GPUs counts as G_t / (mean request)
 parallel machines; processing times are the predicted remaining work over
-the predictor's speed alone on that type (exact unless the scenario sets
+the predictor's speed alone on that type (per model and type, as every
+backend reads it from ``Topology.type_speed``; exact unless the scenario sets
 ``predictor``; the paper estimates them by profiling); a job larger than
 every GPU type is refused with an error.
 """

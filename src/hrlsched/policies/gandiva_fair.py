@@ -21,8 +21,9 @@ Rules followed:
 Departures: the stride quantum is the engine's round, and every job swapped
 in pays the engine's checkpoint-restart delay (Gandiva's GPU suspend-resume
 is much cheaper), so short rounds cost it many restarts; speed ratios are
-the predictor's speeds alone (the paper profiles jobs); only the fastest and
-the slowest type are traded, one trade (best buyer, worst seller) per
+the predictor's speeds alone (per model and type, ``Topology.type_speed``;
+the paper profiles jobs); only the fastest and the slowest type (by the
+type's ratio, ``Topology.gpu_speed``) are traded, one trade (best buyer, worst seller) per
 re-computation, recomputed when the set of jobs changes; a job larger than
 every GPU type is refused with an error.
 """

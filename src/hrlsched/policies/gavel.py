@@ -27,7 +27,9 @@ Rules followed:
   job leaves, wait for the next round.
 
 Departures: T[m, t] is the predictor's speed of the job alone on GPUs of
-type t packed on the fewest servers (the paper measures it, or estimates it
+type t packed on the fewest servers (per model and type: the backends read
+``Topology.type_speed``, Gavel's own measurements where the model has a
+counterpart there; the paper measures it, or estimates it
 by matrix completion), and the makespan policy's remaining work the view's
 prediction (both exact unless the scenario sets ``predictor``); space
 sharing (co-location) is not considered; placement inside a type packs the
