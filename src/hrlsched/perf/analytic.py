@@ -110,6 +110,7 @@ GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 
 class AnalyticModel(PerformanceModel):
     name = "analytic"
+    isolated_is_alone = True  # the isolated solve is the one-job solve, job by job (tested)
 
     def __init__(
         self,
