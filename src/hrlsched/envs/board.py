@@ -72,11 +72,41 @@ class _Occupancy(Occupancy):
         return self._profiles[job.model]
 
 
+class PlacementIndex:
+    """What the board needs of a placement, computed once per placement
+    (an episode sees the same placements again and again): its GPUs and
+    their servers, its PS servers, the links it crosses."""
+
+    def __init__(self, topo: Topology, link_off: np.ndarray) -> None:
+        self.topo = topo
+        self.link_off = link_off
+        self._cache: dict[Placement, tuple] = {}
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def get(self, pl: Placement) -> tuple:
+        """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
+        workers per such server, PSs per such server, PS sockets, links crossed)."""
+        v = self._cache.get(pl)
+        if v is None:
+            topo = self.topo
+            g = np.asarray(pl.gpus, dtype=np.int64)
+            s = np.asarray(pl.ps_sockets, dtype=np.int64)
+            gu, gc = np.unique(g, return_counts=True)
+            ws, ps = topo.gpu_server[g], topo.socket_server[s]
+            srv = np.unique(np.concatenate([ws, ps]))
+            wc = (ws[:, None] == srv[None, :]).sum(axis=0)
+            pc = (ps[:, None] == srv[None, :]).sum(axis=0)
+            v = self._cache[pl] = (g, gu, gc, srv, wc, pc, s, crossed_links(topo, self.link_off, pl))
+        return v
+
+
 class Board:
     """Room left and counts of what is decided at one decision point."""
 
     def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile],
-                 link_off: np.ndarray) -> None:
+                 link_off: np.ndarray, index: PlacementIndex | None = None) -> None:
         topo = view.topology
         self.topo = topo
         self.profiles = profiles
@@ -85,15 +115,66 @@ class Board:
         self.socket_ps = np.zeros(topo.n_sockets, dtype=np.int64)  # PSs decided on each socket
         self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
         self.link_off = link_off
+        self.index = index if index is not None else PlacementIndex(topo, link_off)
         self.version = 0  # bumped at each commitment (caches of feasibility key on it)
+        self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
+        g, _, _, _, _, _, s, links = self.index.get(pl)
         self.occ.commit(job, pl)
-        np.add.at(self.gpu_workers, np.asarray(pl.gpus, dtype=np.int64), 1)
-        if pl.ps_sockets:
-            np.add.at(self.socket_ps, np.asarray(pl.ps_sockets, dtype=np.int64), 1)
-        self.link_jobs[crossed_links(self.topo, self.link_off, pl)] += 1
+        np.add.at(self.gpu_workers, g, 1)
+        if s.size:
+            np.add.at(self.socket_ps, s, 1)
+        self.link_jobs[links] += 1
         self.version += 1
 
+    def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:
+        """Commit the running jobs that keep their placements, all at once, if
+        they fit together (they do when the board is fresh: the engine ran
+        them together); False (nothing committed) otherwise."""
+        if not pls:
+            return True
+        occ, topo = self.occ, self.topo
+        idx = [self.index.get(pl) for pl in pls]
+        g = np.concatenate([x[0] for x in idx])
+        s = np.concatenate([x[6] for x in idx])
+        tasks = np.bincount(g, minlength=topo.n_gpus)
+        if np.any(tasks > occ.gpu_free):
+            return False
+        profs = [self.profiles[j.model] for j in jobs]
+        wl = np.array([x[0].size for x in idx])
+        pl_ = np.array([x[6].size for x in idx])
+        gs, ss = topo.gpu_server[g], topo.socket_server[s]
+        V = topo.n_servers
+        cores = np.bincount(gs, weights=np.repeat([p.worker_cores for p in profs], wl), minlength=V) \
+            + np.bincount(ss, weights=np.repeat([p.ps_cores for p in profs], pl_), minlength=V)
+        mem = np.bincount(gs, weights=np.repeat([p.worker_mem_gb for p in profs], wl), minlength=V) \
+            + np.bincount(ss, weights=np.repeat([p.ps_mem_gb for p in profs], pl_), minlength=V)
+        if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
+            return False
+        occ.commit_many(jobs, pls)
+        self.gpu_workers += tasks
+        self.socket_ps += np.bincount(s, minlength=topo.n_sockets)
+        self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)
+        self.version += 1
+        return True
+
+    def fits(self, job: Job, pl: Placement) -> bool:
+        """``Occupancy.fits``, looking only at the GPUs and servers ``pl`` uses."""
+        _, gu, gc, srv, wc, pc, s, _ = self.index.get(pl)
+        occ = self.occ
+        if np.any(occ.gpu_free[gu] < gc):
+            return False
+        prof = self.profiles[job.model]
+        cores = wc * prof.worker_cores
+        mem = wc * prof.worker_mem_gb
+        if s.size:
+            cores = cores + pc * prof.ps_cores
+            mem = mem + pc * prof.ps_mem_gb
+        return bool(np.all(cores <= occ.cores_free[srv] + 1e-9) and np.all(mem <= occ.mem_free[srv] + 1e-9))
+
     def free_slots(self) -> int:
-        return int(np.count_nonzero(self.occ.gpu_free > 0))
+        """GPUs with a free slot."""
+        if self._free[0] != self.version:
+            self._free = (self.version, int(np.count_nonzero(self.occ.gpu_free > 0)))
+        return self._free[1]
