@@ -75,11 +75,18 @@ class _Occupancy(Occupancy):
 class PlacementIndex:
     """What the board needs of a placement, computed once per placement
     (an episode sees the same placements again and again): its GPUs and
-    their servers, its PS servers, the links it crosses."""
+    their servers, its PS servers, the links it crosses. A placement has a
+    handful of tasks, so this is Python over them, with the topology as lists."""
 
     def __init__(self, topo: Topology, link_off: np.ndarray) -> None:
         self.topo = topo
-        self.link_off = link_off
+        self.link_off = [int(x) for x in link_off]
+        self._switch = topo.gpu_switch.tolist()
+        self._socket = topo.gpu_socket.tolist()
+        self._server = topo.gpu_server.tolist()
+        self._sock_server = topo.socket_server.tolist()
+        self._rack = topo.server_rack.tolist()
+        self._nvlink = (np.broadcast_to(topo.nvlink_gbps, (topo.n_servers,)) > 0).tolist()
         self._cache: dict[Placement, tuple] = {}
 
     def clear(self) -> None:
@@ -87,19 +94,60 @@ class PlacementIndex:
 
     def get(self, pl: Placement) -> tuple:
         """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
-        workers per such server, PSs per such server, PS sockets, links crossed)."""
+        workers per such server, PSs per such server, PS sockets, links crossed;
+        as Python lists: (GPU, workers) pairs, (server, workers, PSs) triples)."""
         v = self._cache.get(pl)
         if v is None:
-            topo = self.topo
-            g = np.asarray(pl.gpus, dtype=np.int64)
-            s = np.asarray(pl.ps_sockets, dtype=np.int64)
-            gu, gc = np.unique(g, return_counts=True)
-            ws, ps = topo.gpu_server[g], topo.socket_server[s]
-            srv = np.unique(np.concatenate([ws, ps]))
-            wc = (ws[:, None] == srv[None, :]).sum(axis=0)
-            pc = (ps[:, None] == srv[None, :]).sum(axis=0)
-            v = self._cache[pl] = (g, gu, gc, srv, wc, pc, s, crossed_links(topo, self.link_off, pl))
+            v = self._cache[pl] = self._make(pl)
         return v
+
+    def _make(self, pl: Placement) -> tuple:
+        gpus, socks = pl.gpus, pl.ps_sockets
+        per_gpu: dict[int, int] = {}
+        per_srv_w: dict[int, int] = {}
+        per_srv_p: dict[int, int] = {}
+        for g in gpus:
+            per_gpu[g] = per_gpu.get(g, 0) + 1
+            v = self._server[g]
+            per_srv_w[v] = per_srv_w.get(v, 0) + 1
+        for x in socks:
+            v = self._sock_server[x]
+            per_srv_p[v] = per_srv_p.get(v, 0) + 1
+        srv = sorted(per_srv_w.keys() | per_srv_p.keys())
+        return (
+            np.array(gpus, dtype=np.int64), np.array(list(per_gpu), dtype=np.int64),
+            np.array(list(per_gpu.values()), dtype=np.int64), np.array(srv, dtype=np.int64),
+            np.array([per_srv_w.get(v, 0) for v in srv], dtype=np.int64),
+            np.array([per_srv_p.get(v, 0) for v in srv], dtype=np.int64),
+            np.array(socks, dtype=np.int64), self._links(gpus, socks),
+            list(per_gpu.items()), [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv],
+        )
+
+    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...]) -> np.ndarray:
+        """``crossed_links``, as a set of link indices (in another order)."""
+        off = self.link_off
+        switches = {self._switch[g] for g in gpus}
+        socks = [self._socket[g] for g in gpus] + list(ps)
+        servers = {self._sock_server[x] for x in socks}
+        out = [off[0] + g for g in set(gpus)]
+        if len(switches) > 1 or ps:
+            out += [off[1] + w for w in switches]
+        sockets_on: dict[int, int] = {}
+        for x in set(socks):
+            v = self._sock_server[x]
+            sockets_on[v] = sockets_on.get(v, 0) + 1
+        out += [off[2] + v for v, c in sockets_on.items() if c > 1]
+        if len(servers) > 1:
+            out += [off[3] + v for v in servers]
+            racks = {self._rack[v] for v in servers}
+            if len(racks) > 1:
+                out += [off[4] + r for r in racks]
+        workers_on: dict[int, int] = {}
+        for g in gpus:
+            v = self._server[g]
+            workers_on[v] = workers_on.get(v, 0) + 1
+        out += [off[5] + v for v, c in workers_on.items() if c > 1 and self._nvlink[v]]
+        return np.array(sorted(out), dtype=np.int64)
 
 
 class Board:
@@ -120,7 +168,7 @@ class Board:
         self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
-        g, _, _, _, _, _, s, links = self.index.get(pl)
+        g, _, _, _, _, _, s, links, _, _ = self.index.get(pl)
         self.occ.commit(job, pl)
         np.add.at(self.gpu_workers, g, 1)
         if s.size:
@@ -161,17 +209,23 @@ class Board:
 
     def fits(self, job: Job, pl: Placement) -> bool:
         """``Occupancy.fits``, looking only at the GPUs and servers ``pl`` uses."""
-        _, gu, gc, srv, wc, pc, s, _ = self.index.get(pl)
+        x = self.index.get(pl)
         occ = self.occ
-        if np.any(occ.gpu_free[gu] < gc):
-            return False
+        free = occ.gpu_free
+        for g, c in x[8]:
+            if free[g] < c:
+                return False
         prof = self.profiles[job.model]
-        cores = wc * prof.worker_cores
-        mem = wc * prof.worker_mem_gb
-        if s.size:
-            cores = cores + pc * prof.ps_cores
-            mem = mem + pc * prof.ps_mem_gb
-        return bool(np.all(cores <= occ.cores_free[srv] + 1e-9) and np.all(mem <= occ.mem_free[srv] + 1e-9))
+        wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
+        cores, mem = occ.cores_free, occ.mem_free
+        ps = x[6].size > 0
+        for v, w, p in x[9]:
+            c, m = w * wc, w * wm
+            if ps:
+                c, m = c + p * pc, m + p * pm
+            if not (c <= cores[v] + 1e-9 and m <= mem[v] + 1e-9):
+                return False
+        return True
 
     def free_slots(self) -> int:
         """GPUs with a free slot."""

@@ -159,7 +159,9 @@ class DecisionPoint:
         self._cand_static = cs
         self._no_restart = np.zeros(t.size)
         self._restart_sets: dict[tuple, np.ndarray] = {}
+        self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
         self._slot_sets: dict[tuple, np.ndarray] = {}
+        self._decided: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -381,7 +383,7 @@ class DecisionPoint:
                         jm[k, 2] = 1.0
                         continue
                 self._cand_mask(k)
-                if not self.skip_forced or self._valid[1:].any():
+                if not self.skip_forced or np.count_nonzero(self._valid) > 1:  # more than wait
                     return True
                 jm[k, 2] = 1.0
         while self.queue:
@@ -440,23 +442,28 @@ class DecisionPoint:
 
     def _cand_mask(self, k: int) -> None:
         """Mask of the candidates of job ``k``."""
-        view, t, board = self.view, self.table, self.board
+        view, t, board, feas = self.view, self.table, self.board, self.feas
         assert view is not None
         cur = view.jobs[k]
+        base = self.base_jobs[cur.job_id]
         valid = np.zeros(t.size, dtype=bool)
         valid[WAIT] = True
         cur_pl = view.placements[k]
         if cur_pl is not None and board.fits(cur, cur_pl):
             valid[KEEP] = True
-        slots = self._slots(cur, self.base_jobs[cur.job_id])
-        room = self.feas.worker_room(board, cur)  # workers use the same resources in every variant
-        slots = slots[t.workers[slots] <= room]
-        if slots.size:
-            ok, ask = self.feas.sure(board, cur, t.workers[slots], t.ps[slots])
-            valid[slots[ok]] = True
-            for c in slots[ask].tolist():
-                job = self._slot_job(k, c)
-                valid[c] = self.feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+        # The slots the rules decide depend on the job's menu, the room and the PS room only.
+        room = feas.worker_room(board, cur)  # workers use the same resources in every variant
+        key = (cur.arch, cur.mode, base.arch_open, base.mode_open, room,
+               *(feas.ps_room(board, cur) if feas.fill else ()))
+        v = self._decided.get(key)
+        if v is None:
+            slots = self._slots(cur, base)
+            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if feas.fill else (0.0, 0.0)))
+            v = self._decided[key] = (slots[ok], slots[ask].tolist())
+        valid[v[0]] = True
+        for c in v[1]:
+            job = self._slot_job(k, c)
+            valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
         self._valid = valid
         m = np.zeros(self.n_actions, dtype=np.int8)
         m[: t.size] = valid
@@ -522,7 +529,7 @@ class DecisionPoint:
             m[o:o + G] = part.gpu_mask()
         else:
             m[o + self.max_gpus:o + self.max_gpus + S] = part.socket_mask()
-        if not m.any():
+        if not np.count_nonzero(m):
             m[self.defer_action] = 1  # a dead end: the job waits
         self._mask = m
 
@@ -641,11 +648,12 @@ class DecisionPoint:
         vec = self._slot_speed.get((jid, bs))
         if vec is None:
             vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
-        need = valid & np.isnan(vec)
-        need[:2] = False
-        for c in np.flatnonzero(need).tolist():
-            vec[c] = self._speed(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs)
-        return np.where(valid, vec, 0.0)
+            vec[:2] = 0.0  # wait, keep: set apart
+        sp = np.where(valid, vec, 0.0)
+        if np.count_nonzero(sp != sp):  # NaN: a slot valid for the first time
+            for c in np.flatnonzero(sp != sp).tolist():
+                sp[c] = vec[c] = self._speed(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs)
+        return sp
 
     def _candidate_matrix(self) -> np.ndarray:
         t, view, k = self.table, self.view, self.k
@@ -658,15 +666,7 @@ class DecisionPoint:
         out = self._cand_static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
         out[:, 0] = valid
         sp = self._slot_speeds(k, valid)
-        sp[WAIT] = 0.0
-        w = self._tw
-        if valid[KEEP]:
-            assert cur_pl is not None
-            cw, cp = cur_pl.n_workers, cur_pl.n_ps
-            out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
-            sp[KEEP] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, cw, cp, int(view.batch_sizes[k]))
-            w = w.copy()
-            w[KEEP] = cw
+        free = max(self.board.free_slots(), 1)
         servers = self.feas.servers(self.board, cur, t.workers)
         if servers is None:
             servers = np.zeros(t.size)
@@ -675,18 +675,26 @@ class DecisionPoint:
                                      int(t.ps[c + 2]))
                 assert pl is not None
                 servers[c + 2] = np.count_nonzero(self._index.get(pl)[4])
-        servers = servers.astype(float)  # a copy
-        servers[WAIT] = 0.0
+        out[:, 10] = servers
+        out[WAIT, 10] = 0.0
+        share = self._share.get(free)
+        if share is None:
+            share = self._share[free] = self._tw / free
+        out[:, 11] = share
         if valid[KEEP]:
-            servers[KEEP] = np.count_nonzero(self._index.get(cur_pl)[4])  # type: ignore[arg-type]
+            assert cur_pl is not None
+            cw, cp = cur_pl.n_workers, cur_pl.n_ps
+            out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
+            sp[KEEP] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+            out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
+            out[KEEP, 11] = cw / free
         out[:, 7] = sp / max(req, 1e-12)
-        with np.errstate(divide="ignore"):
-            out[:, 8] = np.where(sp > 0, np.log1p(rem / np.maximum(sp, 1e-12) / F.HOUR), 0.0)
+        out[:, 8] = np.where(sp > 0, np.log1p(rem / np.maximum(sp, 1e-12) / F.HOUR), 0.0)
         out[:, 9] = self._restarts(cur, cur_pl)
-        out[:, 10] = servers / 4.0
-        out[:, 11] = w / max(self.board.free_slots(), 1)
-        out[~valid] = 0.0
-        return np.clip(out, -F.BIG, F.BIG)
+        out[:, 10] /= 4.0
+        out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)
+        np.minimum(out, F.BIG, out=out)
+        return out
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""

@@ -96,19 +96,18 @@ def link_utilisation(perf: object, view: ClusterView, n_links: int) -> np.ndarra
     """Each physical link's load over its capacity (the busier direction),
     from the analytic model's traffic of the running jobs at their measured
     speeds; None when the model exposes no traffic."""
-    traffic = getattr(perf, "traffic", None)
+    traffic = getattr(perf, "traffic_many", None)
     capacity = getattr(perf, "capacity", None)
     if traffic is None or capacity is None or getattr(perf, "n_links", -1) != n_links:
         return None
-    links, loads = [], []
-    for job, pl, sp, bs in zip(view.jobs, view.placements, view.speed.tolist(), view.batch_sizes.tolist()):
-        if pl is None or sp <= 0:
-            continue
-        ln, nbytes = traffic(job, pl, int(bs))
-        links.append(ln)
-        loads.append(nbytes * (sp / bs))
-    load = np.bincount(np.concatenate(links), weights=np.concatenate(loads), minlength=2 * n_links) if links \
-        else np.zeros(2 * n_links)
+    run = [i for i, (pl, sp) in enumerate(zip(view.placements, view.speed.tolist())) if pl is not None and sp > 0]
+    if not run:
+        return np.zeros(n_links)
+    bs = view.batch_sizes[run]
+    rows = traffic([view.jobs[i] for i in run], [view.placements[i] for i in run], bs)
+    rate = view.speed[run] / bs
+    load = np.bincount(np.concatenate([r[0] for r in rows]),
+                       weights=np.concatenate([r[1] * x for r, x in zip(rows, rate.tolist())]), minlength=2 * n_links)
     u = load / capacity
     return np.maximum(u[:n_links], u[n_links:])
 

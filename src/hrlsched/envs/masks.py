@@ -165,11 +165,12 @@ class HeuristicFeasibility:
             v = self._room[job.model] = int(board.occ.worker_capacity(job).sum())
         return v
 
-    def _ps_room(self, board: Board, job: Job) -> tuple[float, float]:
+    def ps_room(self, board: Board, job: Job) -> tuple[float, float]:
         """(PSs of ``job`` that surely fit in the cluster, most PS room one
         worker can take away): PS room per server is counted with ``MARGIN``
         less cores and memory than left, so that sums never depend on rounding."""
-        self._sync(board)
+        if board is not self._board or board.version != self._version:
+            self._sync(board)
         key = ("ps", job.model)
         v = self._cache.get(key)
         if v is None:
@@ -191,10 +192,15 @@ class HeuristicFeasibility:
         mode aside): which ones the policy surely places (bool per pair), and
         the indices of those no rule decides (ask ``place``). Pairs beyond the
         board's worker room are neither."""
-        room_ok = workers <= self.worker_room(board, job)
+        room = self.worker_room(board, job)
+        return self.sure_with(workers, ps, room, *(self.ps_room(board, job) if self.fill else (0.0, 0.0)))
+
+    def sure_with(self, workers: np.ndarray, ps: np.ndarray, room: int, total: float,
+                  per: float) -> tuple[np.ndarray, np.ndarray]:
+        """``sure`` given the worker room and ``ps_room`` (a pure function of them)."""
+        room_ok = workers <= room
         if not self.fill:
             return np.zeros(workers.size, dtype=bool), np.flatnonzero(room_ok)
-        total, per = self._ps_room(board, job)
         ok = room_ok & ((ps == 0) | (total - per * workers >= ps))
         return ok, np.flatnonzero(room_ok & ~ok)
 
@@ -240,7 +246,7 @@ class HeuristicFeasibility:
         if n_workers <= self.worker_room(board, job):  # cheap necessary condition first
             pl = self.policy.place_job(view, board.occ, job, n_workers, n_ps)
             if pl is not None and (pl.n_workers != n_workers or pl.n_ps != n_ps or len(set(pl.gpus)) != n_workers
-                                   or not board.fits(job, pl)):
+                                   or not (self.fill or board.fits(job, pl))):  # FILL: what it returns fits
                 pl = None
         self._cache[key] = pl
         return pl

@@ -293,6 +293,11 @@ class AnalyticModel(PerformanceModel):
         """(link ids, bytes per iteration) of one job at one placement."""
         return self._traffic_rows([job], [pl], np.array([batch]))[0]
 
+    def traffic_many(self, jobs: Sequence[Job], placements: Sequence[Placement],
+                     batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``traffic`` of many jobs at once."""
+        return self._traffic_rows(jobs, placements, batch)
+
     # ------------------------------------------------------------- speeds
     def speeds(
         self,

@@ -45,6 +45,7 @@ class PerformanceModel(ABC):
         # Efficiency lost per unit of staleness by an async job (perf.asynchrony).
         self.staleness_penalty = check_staleness_penalty(staleness_penalty)
         self._alone_cache: dict[tuple, float] = {}
+        self._compact: dict[tuple[int, int], Placement] = {}
 
     def profile(self, job: Job) -> ModelProfile:
         return get_profile(job.model, dict(self.catalogue))
@@ -162,6 +163,13 @@ class PerformanceModel(ABC):
         return WorkSizer(self.catalogue, self.topology.n_gpus, self.isolated_progress_rate, self.measured_work())
 
     def compact_placement(self, n_workers: int, n_ps: int) -> Placement:
+        key = (int(n_workers), int(n_ps))
+        pl = self._compact.get(key)  # made once per (workers, PSs)
+        if pl is None:
+            pl = self._compact[key] = self._compact_placement(*key)
+        return pl
+
+    def _compact_placement(self, n_workers: int, n_ps: int) -> Placement:
         topo = self.topology
         if n_workers > topo.n_gpus:
             raise ValueError(f"{n_workers} workers do not fit in a cluster of {topo.n_gpus} GPUs")
