@@ -112,6 +112,7 @@ GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 
 class AnalyticModel(PerformanceModel):
     name = "analytic"
+    isolated_is_alone = True  # the isolated solve is the one-job solve, job by job (tested)
 
     def __init__(
         self,
@@ -293,6 +294,11 @@ class AnalyticModel(PerformanceModel):
     def traffic(self, job: Job, pl: Placement, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """(link ids, bytes per iteration) of one job at one placement."""
         return self._traffic_rows([job], [pl], np.array([batch]))[0]
+
+    def traffic_many(self, jobs: Sequence[Job], placements: Sequence[Placement],
+                     batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``traffic`` of many jobs at once."""
+        return self._traffic_rows(jobs, placements, batch)
 
     # ------------------------------------------------------------- speeds
     def speeds(
