@@ -368,6 +368,7 @@ class Trainer:
                 self.save()
             last_ckpt = last_eval = time.time()
             if self.best_jct_s == math.inf:
+                self.elapsed_s = base_elapsed + time.time() - start  # the curve's first point is after BC
                 self.best_jct_s = self.evaluate()
                 self.save("best.pt")
                 self._metrics_eval()
