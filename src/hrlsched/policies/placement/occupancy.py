@@ -72,6 +72,10 @@ class Occupancy:
             mem = mem + np.bincount(ps_srv, minlength=topo.n_servers) * prof.ps_mem_gb
         return bool(np.all(cores <= self.cores_free + 1e-9) and np.all(mem <= self.mem_free + 1e-9))
 
+    def forget(self) -> None:
+        """Drop what is kept until the next commit (after changing the room directly)."""
+        self._capacity.clear()
+
     def worker_capacity(self, job: Job, reserve_ps: int = 0) -> np.ndarray:
         """Workers of ``job`` each server can still take (GPU slots, cores,
         memory), leaving room for ``reserve_ps`` PSs. Kept until the next
