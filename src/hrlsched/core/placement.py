@@ -37,5 +37,7 @@ class Placement:
 
 def _ints(x: object) -> tuple[int, ...]:
     if isinstance(x, np.ndarray) and x.ndim <= 1 and x.dtype.kind in "iu":
-        return tuple(x.ravel().tolist())  # the common case (an index array), without a loop
+        return tuple(x.ravel().tolist())  # the common cases (an index array, a tuple of ints) without numpy
+    if type(x) is tuple and all(type(v) is int for v in x):
+        return x
     return tuple(int(v) for v in np.atleast_1d(x))

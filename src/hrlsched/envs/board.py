@@ -200,7 +200,10 @@ class Board:
             + np.bincount(ss, weights=np.repeat([p.ps_mem_gb for p in profs], pl_), minlength=V)
         if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
             return False
-        occ.commit_many(jobs, pls)
+        occ.gpu_free -= tasks  # as Occupancy.commit_many, with the loads just summed
+        occ.cores_free -= cores
+        occ.mem_free -= mem
+        occ.forget()
         self.gpu_workers += tasks
         self.socket_ps += np.bincount(s, minlength=topo.n_sockets)
         self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)

@@ -25,6 +25,8 @@ the job as first seen (remembered by ``job_id``).
 from __future__ import annotations
 
 import bisect
+import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -161,7 +163,7 @@ class DecisionPoint:
         self._restart_sets: dict[tuple, np.ndarray] = {}
         self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
         self._slot_sets: dict[tuple, np.ndarray] = {}
-        self._decided: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
+        self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -208,23 +210,14 @@ class DecisionPoint:
         self.placements: dict[int, Placement] = {}
         self.arch: dict[int, str] = {}
         self.mode: dict[int, str] = {}
-        self._jobs_m = self._job_matrix(view, n)
         self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
-        self._jm = np.zeros(self.max_jobs, dtype=np.int8)
-        self._jm[:n] = 1
-        util = F.link_utilisation(view.perf, view, self.n_links)
-        self._links_m = self._links_static.copy()
-        if util is not None:
-            self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
-        self._rows.point(view)
+        self._decided = np.zeros(self.max_jobs)
+        self._chosen = np.zeros(self.max_jobs)  # workers chosen
+        self._prepared = False  # the point's share of the observation: made at its first observation
         self._rows_dirty = True
-        topo = self.topo
-        self._cluster_point = (
-            float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
-            sum(p is None for p in view.placements) / self.max_jobs,
-            float(np.count_nonzero(view.gpu_tasks == 0)) / topo.n_gpus,
-        )
         self._cluster_board: tuple[int, tuple[float, ...]] = (-1, ())
+        self._links_version = -1
+        self._servers: dict[tuple[int, str], np.ndarray] = {}  # servers spanned per slot, by (board version, model)
         # Level-2 only: the heuristic allocations, in priority order; kept jobs committed first.
         self.queue: list[tuple[int, Allocation]] = []
         if not self.agent_allocates:
@@ -253,20 +246,47 @@ class DecisionPoint:
                         self.queue.append((k, al))
         return self._next_choice()
 
+    def _prepare(self) -> None:
+        """What the observations of a point share (skipped at points with no choice)."""
+        view, n = self.view, self.n_dec
+        assert view is not None
+        self._jobs_m = self._job_matrix(view, n)
+        self._jm = np.zeros(self.max_jobs, dtype=np.int8)
+        self._jm[:n] = 1
+        util = F.link_utilisation(view.perf, view, self.n_links)
+        self._links_m = self._links_static.copy()
+        if util is not None:
+            self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
+        self._rows.point(view)
+        self._rows_dirty = True
+        self._cluster_point = (
+            float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
+            sum(p is None for p in view.placements) / self.max_jobs,
+            float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus,
+        )
+        self._prepared = True
+
     def observation(self) -> dict[str, np.ndarray]:
         """The observation of the current choice (see ``features``)."""
         view = self.view
         assert view is not None, "DecisionPoint: begin(view) first"
+        if not self._prepared:
+            self._prepare()
+        board = self.board
         if self._rows_dirty:
-            self._rows.rewrite(self.board, self.part)
+            self._rows.rewrite(board, self.part)
             self._rows_dirty = False
+        if self._links_version != board.version:
+            self._links_m[: self.n_links, -1] = board.link_jobs / 4.0
+            self._links_version = board.version
         n, k = self.n_dec, self.k
         jobs = self._jobs_m.copy()
+        jobs[:, 2] = self._decided
+        jobs[:, 3] = self._chosen / F.WORKER_SCALE
         cur = np.zeros(self.max_jobs, dtype=np.int8)
         if 0 <= k < n:
             cur[k] = 1
             jobs[k, 1] = 1.0
-        board = self.board
         if self._cluster_board[0] != board.version:
             topo, occ = self.topo, board.occ
             self._cluster_board = (board.version, (
@@ -363,7 +383,7 @@ class DecisionPoint:
         view = self.view
         assert view is not None
         if self.agent_allocates:
-            jm, n = self._jobs_m, self.n_dec
+            decided, n = self._decided, self.n_dec
             while True:
                 self.k += 1
                 k = self.k
@@ -375,17 +395,17 @@ class DecisionPoint:
                         i = bisect.bisect_left(self._running, k)
                         r = self._running[i] if i < len(self._running) else n
                         if r > k:
-                            jm[k:r, 2] = 1.0
+                            decided[k:r] = 1.0
                             self.k = k = r
                             if k >= n:
                                 return False
                     if self._forced(k):
-                        jm[k, 2] = 1.0
+                        decided[k] = 1.0
                         continue
                 self._cand_mask(k)
                 if not self.skip_forced or np.count_nonzero(self._valid) > 1:  # more than wait
                     return True
-                jm[k, 2] = 1.0
+                decided[k] = 1.0
         while self.queue:
             k, al = self.queue.pop(0)
             self.k = k
@@ -455,11 +475,11 @@ class DecisionPoint:
         room = feas.worker_room(board, cur)  # workers use the same resources in every variant
         key = (cur.arch, cur.mode, base.arch_open, base.mode_open, room,
                *(feas.ps_room(board, cur) if feas.fill else ()))
-        v = self._decided.get(key)
+        v = self._slot_rules.get(key)
         if v is None:
             slots = self._slots(cur, base)
             ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if feas.fill else (0.0, 0.0)))
-            v = self._decided[key] = (slots[ok], slots[ask].tolist())
+            v = self._slot_rules[key] = (slots[ok], slots[ask].tolist())
         valid[v[0]] = True
         for c in v[1]:
             job = self._slot_job(k, c)
@@ -472,18 +492,18 @@ class DecisionPoint:
     def _choose_candidate(self, c: int) -> None:
         view, k, t = self.view, self.k, self.table
         assert view is not None
-        self._jobs_m[k, 2] = 1.0
+        self._decided[k] = 1.0
         if c == WAIT:
             return
         cur_pl = view.placements[k]
         if c == KEEP:
             assert cur_pl is not None
-            self._jobs_m[k, 3] = cur_pl.n_workers / F.WORKER_SCALE
+            self._chosen[k] = cur_pl.n_workers
             self._commit(k, view.jobs[k], cur_pl)
             return
         job = self._slot_job(k, c)
         w, p = int(t.workers[c]), int(t.ps[c])
-        self._jobs_m[k, 3] = w / F.WORKER_SCALE
+        self._chosen[k] = w
         if self.agent_places:
             self._begin_place(job, w, p)
             return
@@ -510,7 +530,6 @@ class DecisionPoint:
             self.arch[jid] = job.arch
         if base.mode_open:
             self.mode[jid] = job.mode
-        self._links_m[: self.n_links, -1] = self.board.link_jobs / 4.0
         self._rows_dirty = True
 
     # --------------------------------------------------------- placement
@@ -539,8 +558,8 @@ class DecisionPoint:
         k = self.k
         if a == self.defer_action:
             self.part = None
-            self._jobs_m[k, 2] = 1.0
-            self._jobs_m[k, 3] = 0.0
+            self._decided[k] = 1.0
+            self._chosen[k] = 0.0
             self._rows_dirty = True
             return
         o = self.place_off
@@ -555,8 +574,8 @@ class DecisionPoint:
         if part.complete:
             self.part = None
             self._commit(k, part.job, part.placement())
-            self._jobs_m[k, 2] = 1.0
-            self._jobs_m[k, 3] = part.n_workers / F.WORKER_SCALE
+            self._decided[k] = 1.0
+            self._chosen[k] = part.n_workers
             return
         self._place_mask()
 
@@ -593,35 +612,38 @@ class DecisionPoint:
             self._speed_cache[key] = v
         return v
 
-    def _job_facts(self, job: Job, pl: Placement | None, bs: int) -> tuple[float, ...]:
+    def _job_facts(self, job: Job, key: tuple) -> tuple[float, ...]:
         """What the job matrix needs of a job that does not move while its
-        allocation stays: predicted speeds alone at its request, at its
-        current allocation and with one more worker; its profile and choices."""
-        key = (job.job_id, job.arch, job.mode, bs, pl.n_workers if pl else 0, pl.n_ps if pl else 0)
-        v = self._facts.get(key)
-        if v is None:
-            w0 = key[4]
-            p1 = max(key[5], 1) if job.arch == "ps" else 0
-            prof, base = self.profiles[job.model], self.base_jobs[job.job_id]
-            v = self._facts[key] = (
-                self._speed(job, job.requested_gpus, job.num_ps_requested, bs),
-                self._speed(job, w0 + 1, p1, bs) if w0 + 1 <= self.topo.n_gpus else 0.0,
-                self._speed(job, w0, p1, bs),
-                prof.params_mb / 1000.0, prof.sample_time_s * 1000.0, job.requested_gpus / F.WORKER_SCALE,
-                job.arch == "ps", job.mode == "async", base.arch_open, base.mode_open,
-            )
+        allocation stays (``key``: job, architecture, mode, batch size,
+        workers, PSs): its workers and PSs; predicted speeds alone at its
+        request, with one more worker and at its current allocation; its
+        profile and choices."""
+        _, _, _, bs, w0, p0 = key
+        p1 = max(p0, 1) if job.arch == "ps" else 0
+        prof, base = self.profiles[job.model], self.base_jobs[job.job_id]
+        v = self._facts[key] = (
+            w0, p0,
+            self._speed(job, job.requested_gpus, job.num_ps_requested, bs),
+            self._speed(job, w0 + 1, p1, bs) if w0 + 1 <= self.topo.n_gpus else 0.0,
+            self._speed(job, w0, p1, bs),
+            prof.params_mb / 1000.0, prof.sample_time_s * 1000.0, job.requested_gpus / F.WORKER_SCALE,
+            job.arch == "ps", job.mode == "async", base.arch_open, base.mode_open,
+        )
         return v
 
     def _job_matrix(self, view: ClusterView, n: int) -> np.ndarray:
         out = np.zeros((self.max_jobs, len(F.JOB_FEATURES)), dtype=np.float32)
         if n == 0:
             return out
-        pls = view.placements[:n]
-        facts = np.array([self._job_facts(j, pl, b) for j, pl, b in
-                          zip(view.jobs[:n], pls, view.batch_sizes[:n].tolist())], dtype=float)
-        cw = np.array([0 if p is None else p.n_workers for p in pls], dtype=float)
-        cp = np.array([0 if p is None else p.n_ps for p in pls], dtype=float)
-        req = np.maximum(facts[:, 0], 1e-12)
+        cache, rows = self._facts, []
+        for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
+            key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
+                (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
+            r = cache.get(key)
+            rows.append(r if r is not None else self._job_facts(j, key))
+        facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=12 * n).reshape(n, 12)
+        cw, cp = facts[:, 0], facts[:, 1]
+        req = np.maximum(facts[:, 2], 1e-12)
         prog, rem = view.progress[:n], view.remaining[:n]
         o = out[:n]
         o[:, 0] = 1.0
@@ -632,8 +654,8 @@ class DecisionPoint:
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)
         o[:, 10] = view.speed[:n] / req
-        o[:, 11] = (facts[:, 1] - facts[:, 2]) / req
-        o[:, 12:19] = facts[:, 3:]
+        o[:, 11] = (facts[:, 3] - facts[:, 4]) / req
+        o[:, 12:19] = facts[:, 5:]
         o[:, 19] = np.log1p(view.restarts[:n])
         o[:, 20] = np.log1p(view.attained_gpu_s[:n] / F.HOUR)
         self._req_speed = req
@@ -667,7 +689,14 @@ class DecisionPoint:
         out[:, 0] = valid
         sp = self._slot_speeds(k, valid)
         free = max(self.board.free_slots(), 1)
-        servers = self.feas.servers(self.board, cur, t.workers)
+        skey = (self.board.version, cur.model)
+        servers = self._servers.get(skey)
+        if servers is None:
+            servers = self.feas.servers(self.board, cur, t.workers)
+            if servers is not None:
+                if len(self._servers) > 64:
+                    self._servers.clear()
+                self._servers[skey] = servers
         if servers is None:
             servers = np.zeros(t.size)
             for c in np.flatnonzero(valid[2:]).tolist():
@@ -688,8 +717,12 @@ class DecisionPoint:
             sp[KEEP] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, cw, cp, int(view.batch_sizes[k]))
             out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
             out[KEEP, 11] = cw / free
-        out[:, 7] = sp / max(req, 1e-12)
-        out[:, 8] = np.where(sp > 0, np.log1p(rem / np.maximum(sp, 1e-12) / F.HOUR), 0.0)
+        # speed over the request, hours to finish: on the valid slots only (a handful)
+        req = max(req, 1e-12)
+        idx = np.flatnonzero(valid).tolist()
+        sv = sp[idx].tolist()
+        out[idx, 7] = [x / req for x in sv]
+        out[idx, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
         out[:, 9] = self._restarts(cur, cur_pl)
         out[:, 10] /= 4.0
         out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)

@@ -21,12 +21,13 @@ class Occupancy:
         self.cores_free = topo.server_cores.astype(float).copy()
         self.mem_free = topo.server_mem_gb.astype(float).copy()
         self._capacity: dict[tuple[str, int], np.ndarray] = {}  # worker_capacity until the next commit
+        self._free_gpus: np.ndarray | None = None
 
     def profile(self, job: Job) -> ModelProfile:
         return self.view.perf.profile(job)
 
     def commit(self, job: Job, pl: Placement) -> None:
-        self._capacity.clear()
+        self.forget()
         topo, prof = self.topo, self.profile(job)
         g = np.asarray(pl.gpus, dtype=np.int64)
         np.subtract.at(self.gpu_free, g, 1)
@@ -42,7 +43,7 @@ class Occupancy:
         """``commit`` for many jobs at once (the running jobs kept in place)."""
         if not pls:
             return
-        self._capacity.clear()
+        self.forget()
         topo = self.topo
         profs = [self.profile(j) for j in jobs]
         wl = np.fromiter((p.n_workers for p in pls), dtype=np.int64, count=len(pls))
@@ -72,6 +73,11 @@ class Occupancy:
             mem = mem + np.bincount(ps_srv, minlength=topo.n_servers) * prof.ps_mem_gb
         return bool(np.all(cores <= self.cores_free + 1e-9) and np.all(mem <= self.mem_free + 1e-9))
 
+    def forget(self) -> None:
+        """Drop what is kept until the next commit (after changing the room directly)."""
+        self._capacity.clear()
+        self._free_gpus = None
+
     def worker_capacity(self, job: Job, reserve_ps: int = 0) -> np.ndarray:
         """Workers of ``job`` each server can still take (GPU slots, cores,
         memory), leaving room for ``reserve_ps`` PSs. Kept until the next
@@ -86,7 +92,9 @@ class Occupancy:
     def _worker_capacity(self, job: Job, reserve_ps: int) -> np.ndarray:
         prof = self.profile(job)
         topo = self.topo
-        gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
+        gpus = self._free_gpus  # GPUs with a free slot per server, whatever the job
+        if gpus is None:
+            gpus = self._free_gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
         cores = (self.cores_free - reserve_ps * prof.ps_cores) / max(prof.worker_cores, 1e-9)
         mem = (self.mem_free - reserve_ps * prof.ps_mem_gb) / max(prof.worker_mem_gb, 1e-9)
         return np.maximum(np.minimum(gpus, np.floor(np.minimum(cores, mem) + 1e-9)), 0).astype(np.int64)
