@@ -22,6 +22,7 @@ from hrlsched.agent.distributions import MaskedCategorical  # noqa: E402
 from hrlsched.agent.nets import HRLNet, NetConfig  # noqa: E402
 from hrlsched.agent.rollout import RolloutSpec, make_env, run, to_tensors  # noqa: E402
 from hrlsched.agent.train import TrainConfig, Trainer  # noqa: E402
+from hrlsched.envs import features as F  # noqa: E402
 
 TINY = ["workload.jobs=10", "workload.duration_h=0.5"]
 SMALL_NET = NetConfig(d=16, heads=2, job_layers=1, hidden=32)
@@ -71,6 +72,38 @@ def test_masked_actions_are_never_chosen() -> None:
         assert torch.isfinite(lg.grad).all() and bool((lg.grad[~mask] == 0).all())
     with pytest.raises(ValueError, match="allows no action"):
         MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool))
+
+
+def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
+    """A level-1 network encodes a decision point once (the ``hrl`` policy's
+    fast path): scoring each job from that encoding and its own rows equals
+    scoring the full observation, at every choice of an episode."""
+    env = make_env("allocate", 1000, tiny_kwargs(hint="optimus"))
+    obs, _ = env.reset(seed=0)
+    dp = env.unwrapped.dp
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    assert net.static
+    rng = np.random.default_rng(0)
+    enc, point, checked, hinted = None, -1, 0, 0
+    for _ in range(300):
+        full = to_tensors(obs)
+        light = to_tensors(dp.observation(full=False))
+        assert set(light) < set(full)
+        if dp.decisions != point:  # a new decision point: encode it once
+            point, enc = dp.decisions, net.encode(full)
+        a_full, v_full = net(full, part="allocate")
+        a_light, v_light = net.heads(light, enc, part="allocate")
+        assert torch.allclose(a_full, a_light, atol=1e-5) and torch.allclose(v_full, v_light, atol=1e-5)
+        checked += 1
+        mask = obs["action_mask"].astype(bool)
+        hint = obs["candidates"][:, F.CANDIDATE_FEATURES.index("is_hint")]
+        assert hint.sum() == 1 and mask[int(hint.argmax())]  # optimus's choice: one valid slot
+        hinted += int(hint.argmax()) > 1
+        obs, _, term, trunc, _ = env.step(int(rng.choice(np.flatnonzero(mask))))
+        if term or trunc:
+            break
+    assert checked > 20 and point > 2 and hinted > 0
 
 
 def test_behaviour_cloning_lowers_the_imitation_loss() -> None:

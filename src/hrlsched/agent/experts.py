@@ -21,7 +21,7 @@ import numpy as np
 from hrlsched.contract import ARCHS, MODES
 from hrlsched.core.placement import Placement
 from hrlsched.envs.base import ALLOCATE, SchedulingEnv
-from hrlsched.envs.candidates import KEEP, WAIT
+from hrlsched.envs.candidates import KEEP, WAIT, nearest_slot
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.registry import ALLOCATIONS
 
@@ -55,7 +55,11 @@ class Teacher:
         assert view is not None
         if id(view) != self._view_id:  # a new decision point
             self._view_id = id(view)
-            self._allocs = self._policy.allocate(view)
+            dp = env.dp
+            if dp.hint_name == self.name:  # the env's hint is this heuristic: the same labels, computed once
+                self._allocs = dp._hints
+            else:
+                self._allocs = self._policy.allocate(view)
             self._plan = None
         if env.phase == ALLOCATE:
             return self._allocate(env)
@@ -76,24 +80,10 @@ class Teacher:
         mode = al.mode if al.mode is not None else job.mode
         ps = max(al.ps, 1) if arch == "ps" else 0
         pl = view.placements[k]
-        if mask[KEEP] and pl is not None and (arch, mode) == (job.arch, job.mode) \
-                and pl.n_workers == al.workers and pl.n_ps == ps:
-            self.label_exact += 1
-            return KEEP
-        ok = mask.copy()
-        ok[:2] = False
-        ok &= (t.arch == ARCHS.index(arch)) & (t.mode == MODES.index(mode))
-        if not ok.any():
-            return WAIT
-        c = np.flatnonzero(ok)
-        w = t.workers[c]
-        below = c[w <= al.workers]
-        if below.size:
-            c = below[t.workers[below] == t.workers[below].max()]
-        else:
-            c = c[t.workers[c] == t.workers[c].min()]
-        best = int(c[np.argmin(np.abs(t.ps[c] - ps))])
-        if t.workers[best] == al.workers and t.ps[best] == ps:
+        keep = pl is not None and (arch, mode) == (job.arch, job.mode) and pl.n_workers == al.workers \
+            and pl.n_ps == ps
+        best = nearest_slot(t, mask, al.workers, ps, ARCHS.index(arch), MODES.index(mode), keep)
+        if best == KEEP or (best > KEEP and t.workers[best] == al.workers and t.ps[best] == ps):
             self.label_exact += 1
         return best
 

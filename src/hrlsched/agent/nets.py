@@ -54,9 +54,31 @@ class NetConfig:
     heads: int = 4
     job_layers: int = 1  # self-attention layers over jobs
     hidden: int = 128  # width of the heads' hidden layer
+    # A level-1-only network encodes jobs, GPUs, sockets and links from what
+    # does not change within a decision point (``STATIC``), so the encoding is
+    # made once per point and only the small candidate scorer runs per job;
+    # what the point's earlier choices changed reaches it through the
+    # cluster, context and candidate rows.
+    static_point: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+# Columns that stay fixed through a decision point (the rest follow the choices made in it).
+STATIC = {
+    "jobs": [i for i, c in enumerate(F.JOB_FEATURES) if c not in ("is_current", "decided", "chosen_workers")],
+    "gpus": [F.GPU_FEATURES.index(c) for c in ("valid", "speed", "tasks_before")],
+    "sockets": [F.SOCKET_FEATURES.index("valid")],
+    "links": [i for i, c in enumerate(F.LINK_FEATURES) if c != "jobs_crossing"],
+}
+
+
+def static_only(x: Tensor, key: str) -> Tensor:
+    """``x`` with the columns that move within a decision point set to zero."""
+    keep = torch.zeros(x.shape[-1], dtype=x.dtype, device=x.device)
+    keep[STATIC[key]] = 1.0
+    return x * keep
 
 
 def mlp(n_in: int, n_hidden: int, n_out: int) -> nn.Sequential:
@@ -138,31 +160,49 @@ class HRLNet(nn.Module):
             self.defer = nn.Linear(d, 1)
         self.value = mlp(2 * d, hid, 1)
 
+    @property
+    def static(self) -> bool:
+        """Whether the encoding reads only what a decision point keeps fixed
+        (a level-1-only network with ``static_point``): then ``encode`` may
+        be computed once per point and reused by ``heads`` for every job."""
+        return self.cfg.static_point and not self.places
+
     def forward(self, obs: dict[str, Tensor], part: str = "all") -> tuple[Tensor, Tensor]:
         """``part``: the action layout to score: ``"all"`` (the network's
         own: candidates and/or placement), ``"allocate"`` (Allocation-v0:
         candidates only) or ``"place"`` (Placement-v0: GPUs, sockets, defer)."""
+        return self.heads(obs, self.encode(obs), part)
+
+    def encode(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Embeddings of the jobs, GPUs, sockets and links, and their pools."""
+        x = {k: static_only(obs[k], k) if self.static else obs[k] for k in ("jobs", "gpus", "sockets", "links")}
         jm = obs["job_mask"].bool()
         gm = obs["gpu_mask"].bool()
         sm = obs["socket_mask"].bool()
         lm = obs["link_mask"].bool()
-        hj = self.jobs(obs["jobs"], jm)
-        cur = (hj * obs["current_job"].unsqueeze(-1).to(hj.dtype)).sum(1)
-        hg = self.gpu_in(obs["gpus"])
+        hj = self.jobs(x["jobs"], jm)
+        hg = self.gpu_in(x["gpus"])
         groups = obs["gpu_groups"].long()
         G = hg.shape[1]
         sw, _ = group_mean(hg, groups[..., 0], G)
-        S = obs["sockets"].shape[1]
+        S = x["sockets"].shape[1]
         so, so_means = group_mean(hg, groups[..., 1], S)
         sv, _ = group_mean(hg, groups[..., 2], G)
         hg = hg + self.gpu_mp(torch.cat([hg, sw, so, sv], -1))
         hg = hg * gm.unsqueeze(-1).to(hg.dtype)
-        hs = self.sock_in(torch.cat([obs["sockets"], so_means], -1)) * sm.unsqueeze(-1).to(hg.dtype)
-        hl = self.link_in(obs["links"])
-        g = self.glob(torch.cat([
-            obs["cluster"], obs["context"], masked_mean(hj, jm), masked_mean(hg, gm), masked_mean(hs, sm),
-            masked_mean(hl, lm), masked_max(hl, lm), cur,
-        ], -1))
+        hs = self.sock_in(torch.cat([x["sockets"], so_means], -1)) * sm.unsqueeze(-1).to(hg.dtype)
+        hl = self.link_in(x["links"])
+        pooled = torch.cat([masked_mean(hj, jm), masked_mean(hg, gm), masked_mean(hs, sm), masked_mean(hl, lm),
+                            masked_max(hl, lm)], -1)
+        return {"hj": hj, "hg": hg, "hs": hs, "pooled": pooled}
+
+    def heads(self, obs: dict[str, Tensor], enc: dict[str, Tensor], part: str = "all") -> tuple[Tensor, Tensor]:
+        """Logits over ``part``'s action layout and the value, from ``encode``'s
+        output and the observation's per-choice rows (cluster, context, the
+        current job, candidates)."""
+        hj, hg, hs = enc["hj"], enc["hg"], enc["hs"]
+        cur = (hj * obs["current_job"].unsqueeze(-1).to(hj.dtype)).sum(1)
+        g = self.glob(torch.cat([obs["cluster"], obs["context"], enc["pooled"].expand(cur.shape[0], -1), cur], -1))
         gc = torch.cat([g, cur], -1)
         parts = []
         if part not in ("all", "allocate", "place"):
@@ -171,6 +211,7 @@ class HRLNet(nn.Module):
             c = obs["candidates"]
             parts.append(self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1))
         if self.places and part != "allocate":
+            G, S = hg.shape[1], hs.shape[1]
             parts.append(self.gpu_head(torch.cat([hg, gc.unsqueeze(1).expand(-1, G, -1)], -1)).squeeze(-1))
             parts.append(self.sock_head(torch.cat([hs, gc.unsqueeze(1).expand(-1, S, -1)], -1)).squeeze(-1))
             parts.append(self.defer(g))

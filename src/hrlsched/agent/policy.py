@@ -69,6 +69,7 @@ class HRLScheduler(Scheduler):
         self.dp = DecisionPoint(
             topology, agent_allocates=self.part != "place", agent_places=self.part != "allocate",
             placement=kw.get("placement", "pack"), allocation=kw.get("allocation", "optimus"), max_jobs=max_jobs,
+            hint=kw.get("hint"),
         )
         self.dp.reset(rng)
         self.steps = 0
@@ -77,11 +78,20 @@ class HRLScheduler(Scheduler):
         dp = self.dp
         assert dp is not None, "HRLScheduler: reset() first"
         more = dp.begin(view)
+        cached = self.part == "allocate" and self.net.static
+        enc = None
         with torch.inference_mode():
             while more:
-                obs = trim_jobs(dp.observation())
+                # A static encoding is made once per point; each job then needs only its own rows.
+                obs = dp.observation(full=enc is None or not cached)
+                if "jobs" in obs:
+                    obs = trim_jobs(obs)
                 batch = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
-                logits, _ = self.net(batch, part=self.part)
+                if enc is None or not cached:
+                    enc = self.net.encode(batch)
+                if cached:  # the current job's row of the encoding, as trim_jobs keeps them
+                    batch["current_job"] = batch["current_job"][:, : enc["hj"].shape[1]]
+                logits, _ = self.net.heads(batch, enc, part=self.part)
                 a = int(MaskedCategorical(logits, batch["action_mask"]).greedy())
                 more = dp.act(a)
                 self.steps += 1

@@ -62,6 +62,7 @@ class TrainConfig:
     level: str = "1"  # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
+    hint: str | None = "optimus"  # the heuristic whose choice level 1 sees as a feature (None: none)
     max_jobs: int = 64
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1064)))
     valid_seeds: list[int] = field(default_factory=lambda: [100, 101, 102, 103, 104])
@@ -124,6 +125,8 @@ class TrainConfig:
                               "max_jobs": self.max_jobs, "placement": self.placement}
         if self.level == "2":
             kw["allocation"] = self.allocation
+        elif self.hint is not None:
+            kw["hint"] = self.hint
         return kw
 
 

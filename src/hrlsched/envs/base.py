@@ -87,6 +87,10 @@ class SchedulingEnv(gym.Env):
       deferred in a placement phase). ``gymnasium``'s ``check_env`` needs
       ``"fallback"``: its determinism check samples an action before it
       resets the environment, so the action may be masked at that state.
+    - ``hint``: an allocation heuristic (by name, e.g. ``"optimus"``) run at
+      every decision point whose choices the level-1 observation shows
+      (``hint_workers`` per job, ``is_hint`` per candidate); None: those
+      features are zero.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -115,6 +119,7 @@ class SchedulingEnv(gym.Env):
         reward_jobs: float = 10.0,
         skip_forced: bool = True,
         invalid_action: str = "raise",
+        hint: str | None = None,
     ) -> None:
         if invalid_action not in ("raise", "fallback"):
             raise ValueError(f"invalid_action: expected 'raise' or 'fallback', got {invalid_action!r}")
@@ -126,7 +131,7 @@ class SchedulingEnv(gym.Env):
             self.topo, agent_allocates=self.agent_allocates, agent_places=self.agent_places, placement=placement,
             allocation=allocation, max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
-            ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced,
+            ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced, hint=hint,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

@@ -79,3 +79,29 @@ def make_table(worker_options: Sequence[int], ps_options: Sequence[str], max_gpu
         dup[k] = r in seen or (ARCHS[r[2]] == "allreduce" and MODES[r[3]] == "async")
         seen.add(r)
     return CandidateTable(a[:, 0], a[:, 1], a[:, 2], a[:, 3], dup)
+
+
+def nearest_slot(t: CandidateTable, valid: np.ndarray, workers: int, ps: int, arch_i: int, mode_i: int,
+                 keep: bool) -> int:
+    """The menu slot nearest to an allocation of ``workers``/``ps`` with
+    architecture and mode indices ``arch_i``/``mode_i`` among the ``valid``
+    slots (bool): *keep* when ``keep`` (the allocation is the job's current
+    one) and keep is valid, *wait* for no workers or no valid slot of that
+    architecture and mode; else the largest worker count not above
+    ``workers`` (else the smallest above), then the nearest PS count."""
+    if workers < 1:
+        return WAIT
+    if keep and valid[KEEP]:
+        return KEEP
+    ok = valid.copy()
+    ok[:2] = False
+    ok &= (t.arch == arch_i) & (t.mode == mode_i)
+    if not ok.any():
+        return WAIT
+    c = np.flatnonzero(ok)
+    below = c[t.workers[c] <= workers]
+    if below.size:
+        c = below[t.workers[below] == t.workers[below].max()]
+    else:
+        c = c[t.workers[c] == t.workers[c].min()]
+    return int(c[np.argmin(np.abs(t.ps[c] - ps))])

@@ -39,7 +39,7 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs import features as F
 from hrlsched.envs.board import Board, PlacementIndex, link_layout
-from hrlsched.envs.candidates import KEEP, WAIT, make_table
+from hrlsched.envs.candidates import KEEP, WAIT, make_table, nearest_slot
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.placement.frame import IncrementalPlacement
@@ -66,6 +66,10 @@ class DecisionPoint:
     - ``max_tasks_per_gpu``: most workers (of any jobs) on one GPU.
     - ``skip_forced``: a job whose only valid choice is to wait is passed
       over without asking the agent.
+    - ``hint``: an allocation heuristic (registry name) run at each point;
+      the observation shows its choice (``hint_workers`` per job, the
+      nearest menu slot as ``is_hint``), so that a network can learn where
+      to depart from it. None: those features are zero.
     - ``rescue_idle``: a point that runs no job at all starts the first job
       the heuristic placement can place (at its request, else one worker);
       needed with decision points at events, where an idle cluster would
@@ -94,6 +98,7 @@ class DecisionPoint:
         max_tasks_per_gpu: int = 1,
         skip_forced: bool = True,
         rescue_idle: bool = True,
+        hint: str | None = None,
     ) -> None:
         if not (agent_allocates or agent_places):
             raise ValueError("DecisionPoint: the agent must decide at least one level")
@@ -114,6 +119,10 @@ class DecisionPoint:
         self.allocation_name = allocation
         if not self.agent_allocates and allocation not in ALLOCATIONS:
             raise ValueError(f"allocation: unknown policy {allocation!r}; expected one of {sorted(ALLOCATIONS)}")
+        if hint is not None and hint not in ALLOCATIONS:
+            raise ValueError(f"hint: unknown allocation policy {hint!r}; expected one of {sorted(ALLOCATIONS)} "
+                             "or none")
+        self.hint_name = hint if self.agent_allocates else None
         self.link_off, self.link_kind, self.link_cap = link_layout(topo)
         n_links = int(self.link_off[-1])
         self.n_links = n_links
@@ -179,6 +188,11 @@ class DecisionPoint:
         if not self.agent_allocates:
             self.alloc_policy = ALLOCATIONS[self.allocation_name].factory()  # type: ignore[assignment]
             self.alloc_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
+        self.hint_policy: AllocationPolicy | None = None
+        if self.hint_name is not None:
+            self.hint_policy = ALLOCATIONS[self.hint_name].factory()  # type: ignore[assignment]
+            self.hint_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
+        self._hints: dict[int, Allocation] = {}
         self.profiles: dict[str, ModelProfile] = {}
         self.base_jobs: dict[int, Job] = {}
         self._variants: dict[tuple[int, str, str], Job] = {}
@@ -202,6 +216,8 @@ class DecisionPoint:
                 if job.model not in profiles:
                     profiles[job.model] = get_profile(job.model, view.catalogue)
         self.board = Board(view, self.max_tasks, profiles, self.link_off, self._index)
+        if self.hint_policy is not None:  # called at every point: the heuristic keeps its own state
+            self._hints = self.hint_policy.allocate(view)
         n = min(len(view.jobs), self.max_jobs)
         self.n_dec = n
         self.k = -1  # job being decided
@@ -266,27 +282,20 @@ class DecisionPoint:
         )
         self._prepared = True
 
-    def observation(self) -> dict[str, np.ndarray]:
-        """The observation of the current choice (see ``features``)."""
+    def observation(self, full: bool = True) -> dict[str, np.ndarray]:
+        """The observation of the current choice (see ``features``).
+        ``full=False``: only what changes from one choice to the next in an
+        allocation phase (cluster, context, current job, candidates, mask),
+        for a network that encodes the rest once per point."""
         view = self.view
         assert view is not None, "DecisionPoint: begin(view) first"
         if not self._prepared:
             self._prepare()
         board = self.board
-        if self._rows_dirty:
-            self._rows.rewrite(board, self.part)
-            self._rows_dirty = False
-        if self._links_version != board.version:
-            self._links_m[: self.n_links, -1] = board.link_jobs / 4.0
-            self._links_version = board.version
         n, k = self.n_dec, self.k
-        jobs = self._jobs_m.copy()
-        jobs[:, 2] = self._decided
-        jobs[:, 3] = self._chosen / F.WORKER_SCALE
         cur = np.zeros(self.max_jobs, dtype=np.int8)
         if 0 <= k < n:
             cur[k] = 1
-            jobs[k, 1] = 1.0
         if self._cluster_board[0] != board.version:
             topo, occ = self.topo, board.occ
             self._cluster_board = (board.version, (
@@ -308,17 +317,30 @@ class DecisionPoint:
             ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
             ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
             ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
-        obs = {
-            "jobs": jobs, "job_mask": self._jm.copy(), "gpus": self._rows.gpus.copy(), "gpu_mask": self._gm.copy(),
-            "gpu_groups": self._gpu_groups.copy(), "sockets": self._rows.sockets.copy(),
-            "socket_mask": self._sm.copy(), "links": self._links_m.copy(), "link_mask": self._lm.copy(),
-            "cluster": cluster, "context": ctx, "current_job": cur, "action_mask": self._mask.copy(),
-        }
+        obs = {"cluster": cluster, "context": ctx, "current_job": cur, "action_mask": self._mask.copy()}
         if self.agent_allocates:
             if self.phase == ALLOCATE and 0 <= k < n:
                 obs["candidates"] = self._candidate_matrix()
             else:
                 obs["candidates"] = np.zeros((self.n_cand, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
+        if not full:
+            return obs
+        if self._rows_dirty:
+            self._rows.rewrite(board, self.part)
+            self._rows_dirty = False
+        if self._links_version != board.version:
+            self._links_m[: self.n_links, -1] = board.link_jobs / 4.0
+            self._links_version = board.version
+        jobs = self._jobs_m.copy()
+        jobs[:, 2] = self._decided
+        jobs[:, 3] = self._chosen / F.WORKER_SCALE
+        if 0 <= k < n:
+            jobs[k, 1] = 1.0
+        obs.update({
+            "jobs": jobs, "job_mask": self._jm.copy(), "gpus": self._rows.gpus.copy(), "gpu_mask": self._gm.copy(),
+            "gpu_groups": self._gpu_groups.copy(), "sockets": self._rows.sockets.copy(),
+            "socket_mask": self._sm.copy(), "links": self._links_m.copy(), "link_mask": self._lm.copy(),
+        })
         return obs
 
     def mask(self) -> np.ndarray:
@@ -605,12 +627,40 @@ class DecisionPoint:
 
     # ------------------------------------------------------- observation
     def _speed(self, job: Job, w: int, p: int, bs: int) -> float:
-        key = (job.job_id, job.arch, job.mode, bs, w, p)
-        v = self._speed_cache.get(key)
-        if v is None:
-            v = 0.0 if w < 1 else float(self.view.perf.isolated_speed(job, w, p, bs))  # type: ignore[union-attr]
-            self._speed_cache[key] = v
-        return v
+        v = self._speed_cache.get((job.job_id, job.arch, job.mode, bs, w, p))
+        return v if v is not None else self._speeds([(job, w, p, bs)])[0]
+
+    def _speeds(self, items: Sequence[tuple[Job, int, int, int]]) -> list[float]:
+        """Predicted progress rate alone (samples/s, times the statistical
+        efficiency of an asynchronous job) of each (job, workers, PSs, batch
+        size) on a consolidated placement; the uncached ones in one
+        vectorised call of the performance model."""
+        perf = self.view.perf  # type: ignore[union-attr]
+        cache = self._speed_cache
+        out: list[float] = []
+        miss: dict[tuple, list[int]] = {}
+        for i, (job, w, p, bs) in enumerate(items):
+            key = (job.job_id, job.arch, job.mode, bs, w, p)
+            v = cache.get(key)
+            if v is None:
+                if w < 1:
+                    v = cache[key] = 0.0
+                else:
+                    miss.setdefault(key, []).append(i)
+            out.append(0.0 if v is None else v)
+        if miss:
+            first = [items[ix[0]] for ix in miss.values()]
+            jobs = [j for j, _, _, _ in first]
+            pls = [perf.compact_placement(w, p if j.arch == "ps" else 0) for j, w, p, _ in first]
+            bs = np.array([b for _, _, _, b in first], dtype=np.int64)
+            sp = perf.alone_speeds(jobs, pls, bs)
+            if any(j.mode == "async" for j in jobs):  # progress, not samples: stale gradients are worth less
+                sp = sp * perf.efficiency(jobs, pls, bs, np.zeros(len(jobs)))
+            for (key, ix), v in zip(miss.items(), sp.tolist()):
+                cache[key] = v
+                for i in ix:
+                    out[i] = v
+        return out
 
     def _job_facts(self, job: Job, key: tuple) -> tuple[float, ...]:
         """What the job matrix needs of a job that does not move while its
@@ -636,6 +686,16 @@ class DecisionPoint:
         if n == 0:
             return out
         cache, rows = self._facts, []
+        need = []  # the speeds the missing facts need, in one call
+        for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
+            w0, p0 = (0, 0) if pl is None else (len(pl.gpus), len(pl.ps_sockets))
+            if (j.job_id, j.arch, j.mode, b, w0, p0) not in cache:
+                p1 = max(p0, 1) if j.arch == "ps" else 0
+                need += [(j, j.requested_gpus, j.num_ps_requested, b), (j, w0, p1, b)]
+                if w0 + 1 <= self.topo.n_gpus:
+                    need.append((j, w0 + 1, p1, b))
+        if need:
+            self._speeds(need)
         for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
             key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
                 (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
@@ -658,6 +718,9 @@ class DecisionPoint:
         o[:, 12:19] = facts[:, 5:]
         o[:, 19] = np.log1p(view.restarts[:n])
         o[:, 20] = np.log1p(view.attained_gpu_s[:n] / F.HOUR)
+        if self._hints:
+            hw = self._hints
+            o[:, 21] = [(hw[j.job_id].workers if j.job_id in hw else 0) / F.WORKER_SCALE for j in view.jobs[:n]]
         self._req_speed = req
         return np.clip(out, -F.BIG, F.BIG)
 
@@ -672,9 +735,10 @@ class DecisionPoint:
             vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
             vec[:2] = 0.0  # wait, keep: set apart
         sp = np.where(valid, vec, 0.0)
-        if np.count_nonzero(sp != sp):  # NaN: a slot valid for the first time
-            for c in np.flatnonzero(sp != sp).tolist():
-                sp[c] = vec[c] = self._speed(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs)
+        if np.count_nonzero(sp != sp):  # NaN: slots valid for the first time
+            new = np.flatnonzero(sp != sp).tolist()
+            v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
+            sp[new] = vec[new] = v
         return sp
 
     def _candidate_matrix(self) -> np.ndarray:
@@ -714,7 +778,12 @@ class DecisionPoint:
             assert cur_pl is not None
             cw, cp = cur_pl.n_workers, cur_pl.n_ps
             out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
-            sp[KEEP] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+            if view.speed[k] > 0:
+                sp[KEEP] = float(view.speed[k])
+                if cur.mode == "async":  # measured samples/s: as progress, like the other slots
+                    sp[KEEP] *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+            else:
+                sp[KEEP] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
             out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
             out[KEEP, 11] = cw / free
         # speed over the request, hours to finish: on the valid slots only (a handful)
@@ -725,6 +794,18 @@ class DecisionPoint:
         out[idx, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
         out[:, 9] = self._restarts(cur, cur_pl)
         out[:, 10] /= 4.0
+        out[:, 13] = out[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
+        al = self._hints.get(cur.job_id)
+        if al is not None:
+            arch = al.arch if al.arch is not None and self.base_jobs[cur.job_id].arch_open else cur.arch
+            mode = al.mode if al.mode is not None and self.base_jobs[cur.job_id].mode_open else cur.mode
+            ps = max(al.ps, 1) if arch == "ps" else 0
+            keep = cur_pl is not None and (arch, mode) == (cur.arch, cur.mode) and cur_pl.n_workers == al.workers \
+                and cur_pl.n_ps == ps
+            out[nearest_slot(t, valid.astype(bool), al.workers, ps, ARCHS.index(arch), MODES.index(mode), keep),
+                12] = 1.0
+        elif self.hint_policy is not None:
+            out[WAIT, 12] = 1.0
         out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)
         np.minimum(out, F.BIG, out=out)
         return out

@@ -31,7 +31,7 @@ JOB_FEATURES = (
     "valid", "is_current", "decided", "chosen_workers", "running", "workers", "ps",
     "log_age_h", "progress_frac", "log_remaining_h", "speed_vs_requested", "gain_one_more_worker",
     "params_gb", "sample_ms", "requested_gpus", "arch_ps", "mode_async", "arch_open", "mode_open",
-    "log_restarts", "log_attained_gpu_h",
+    "log_restarts", "log_attained_gpu_h", "hint_workers",
 )
 GPU_FEATURES = (
     "valid", "speed", "tasks_decided", "tasks_before", "others_on_switch", "others_on_socket",
@@ -46,8 +46,9 @@ GROUP_COLUMNS = ("switch", "socket", "server")  # ``gpu_groups``: each GPU's swi
 LINK_FEATURES = ("valid", *(f"kind_{k}" for k in LINK_KINDS), "capacity_100gbps", "utilisation", "jobs_crossing")
 CANDIDATE_FEATURES = (
     "valid", "is_wait", "is_keep", "workers", "ps", "arch_ps", "mode_async", "speed_vs_requested",
-    "log_hours_to_finish", "restarts_job", "servers_spanned", "share_of_free_gpus",
+    "log_hours_to_finish", "restarts_job", "servers_spanned", "share_of_free_gpus", "is_hint", "restart_cost",
 )
+RESTART_SCALE = 600.0  # a restart's delay (s) is divided by this
 CLUSTER_FEATURES = (
     "log_time_h", "active_jobs", "queued_jobs", "free_gpus_decided", "free_gpus_before", "free_cores",
     "free_mem", "jobs_left_to_decide", "log_decision_points",
