@@ -134,6 +134,10 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         net.eval()
     envs = cached_envs(spec.part, spec.workload_seed, spec.env_kwargs, len(spec.episode_seeds))
     teachers = [Teacher(spec.teacher) for _ in envs]
+    # A static level-1 network encodes each decision point once (``HRLNet.encode``)
+    cached = net is not None and net.static and spec.part == "allocate"
+    encs: list[dict[str, torch.Tensor] | None] = [None] * len(envs)
+    points = [-1] * len(envs)
     obs, live, bufs = [], [], []
     trajs = [Trajectory(workload_seed=spec.workload_seed, episode_seed=int(s)) for s in spec.episode_seeds]
     for env, s, te in zip(envs, spec.episode_seeds, teachers):
@@ -148,7 +152,17 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         if net is not None:
             with torch.inference_mode():
                 batch = {k: torch.as_tensor(np.stack([obs[i][k] for i in idx])) for k in obs[idx[0]]}
-                logits, value = net(batch, part=spec.part)
+                if cached:
+                    fresh = [j for j, i in enumerate(idx) if envs[i].dp.decisions != points[i]]
+                    if fresh:
+                        e = net.encode({k: v[fresh] for k, v in batch.items()})
+                        for n, j in enumerate(fresh):
+                            encs[idx[j]] = {k: v[n:n + 1] for k, v in e.items()}
+                            points[idx[j]] = envs[idx[j]].dp.decisions
+                    enc = {k: torch.cat([encs[i][k] for i in idx]) for k in encs[idx[0]]}  # type: ignore[index]
+                    logits, value = net.heads(batch, enc, part=spec.part)
+                else:
+                    logits, value = net(batch, part=spec.part)
                 dist = MaskedCategorical(logits, batch["action_mask"].bool())
                 a = dist.greedy() if spec.act == "greedy" else dist.sample(gen)
                 logp = dist.log_prob(a).numpy()
