@@ -63,6 +63,8 @@ class TrainConfig:
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
     hint: str | None = "optimus"  # the heuristic whose choice level 1 sees as a feature (None: none)
+    # the level-1 menu's worker counts (a finer menu, 1-8, 12, 16, 24, 32, did not help the cloned policy)
+    worker_options: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
     max_jobs: int = 64
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1064)))
     valid_seeds: list[int] = field(default_factory=lambda: [100, 101, 102, 103, 104])
@@ -122,7 +124,8 @@ class TrainConfig:
 
     def env_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"scenario": self.scenario, "overrides": list(self.overrides),
-                              "max_jobs": self.max_jobs, "placement": self.placement}
+                              "max_jobs": self.max_jobs, "placement": self.placement,
+                              "worker_options": list(self.worker_options)}
         if self.level == "2":
             kw["allocation"] = self.allocation
         elif self.hint is not None:

@@ -70,6 +70,11 @@ class DecisionPoint:
       the observation shows its choice (``hint_workers`` per job, the
       nearest menu slot as ``is_hint``), so that a network can learn where
       to depart from it. None: those features are zero.
+    - ``reserve_running`` (level 1): the running jobs hold their room until
+      they are decided, so a job decided before them cannot take their GPUs
+      and force them to restart (the heuristic schedulers commit the jobs
+      they keep first); a running job's room is given back when its turn
+      comes, whatever it then chooses.
     - ``rescue_idle``: a point that runs no job at all starts the first job
       the heuristic placement can place (at its request, else one worker);
       needed with decision points at events, where an idle cluster would
@@ -99,6 +104,7 @@ class DecisionPoint:
         skip_forced: bool = True,
         rescue_idle: bool = True,
         hint: str | None = None,
+        reserve_running: bool = True,
     ) -> None:
         if not (agent_allocates or agent_places):
             raise ValueError("DecisionPoint: the agent must decide at least one level")
@@ -147,6 +153,7 @@ class DecisionPoint:
         )
         self.skip_forced = bool(skip_forced)
         self.rescue_idle = bool(rescue_idle)
+        self.reserve_running = bool(reserve_running)
         # What never changes: static observation parts, the menu's columns.
         self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
@@ -227,6 +234,10 @@ class DecisionPoint:
         self.arch: dict[int, str] = {}
         self.mode: dict[int, str] = {}
         self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
+        self._reserved = np.zeros(n, dtype=bool)
+        if self.agent_allocates and self.reserve_running and self._running:
+            self.board.reserve([view.jobs[k] for k in self._running], [view.placements[k] for k in self._running])
+            self._reserved[self._running] = True
         self._decided = np.zeros(self.max_jobs)
         self._chosen = np.zeros(self.max_jobs)  # workers chosen
         self._prepared = False  # the point's share of the observation: made at its first observation
@@ -421,6 +432,11 @@ class DecisionPoint:
                             self.k = k = r
                             if k >= n:
                                 return False
+                if self._reserved[k]:  # its turn: its room is free for its own choice
+                    self._reserved[k] = False
+                    self.board.release(view.jobs[k], view.placements[k])
+                    self._rows_dirty = True
+                if self.skip_forced:
                     if self._forced(k):
                         decided[k] = 1.0
                         continue

@@ -1,0 +1,81 @@
+"""Where the agent departs from the heuristic it sees: for each level-1
+choice of a greedy episode, the agent's slot against the slot of its hint
+(``optimus``, mapped to the candidate menu), counted by kind: the same
+slot; *keep* (the running job keeps its allocation, no restart) where the
+hint changes it; more or fewer workers than the hint; *wait* where the hint
+runs the job; the hint's architecture or mode changed.
+
+    .venv/bin/python benchmarks/hrl_decisions.py [--checkpoint PATH] [--scenario default] [--seed 0]
+
+Needs a level-1 checkpoint trained with a hint (the shipped one is).
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", default=None, help="agent checkpoint (default: the shipped one)")
+    ap.add_argument("--scenario", default="default")
+    ap.add_argument("--seed", type=int, default=0, help="workload seed (0-99: evaluation seeds)")
+    args = ap.parse_args()
+    import numpy as np
+    import torch
+
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.distributions import MaskedCategorical
+    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.agent.rollout import make_env, to_tensors
+    from hrlsched.envs import features as F
+    from hrlsched.envs.candidates import KEEP, WAIT
+
+    torch.set_num_threads(1)
+    ck = ckpt.load(args.checkpoint or shipped_checkpoint())
+    if ck["part"] != "allocate" or "hint" not in ck["env_kwargs"]:
+        print("this checkpoint does not decide level 1 with a hint: nothing to compare")
+        return 2
+    net = ckpt.build_net(ck)
+    kw = {**ck["env_kwargs"], "scenario": args.scenario}
+    env = make_env("allocate", args.seed, kw)
+    obs, _ = env.reset(seed=0)
+    t = env.dp.table
+    hint_col = F.CANDIDATE_FEATURES.index("is_hint")
+    counts: collections.Counter[str] = collections.Counter()
+    while True:
+        with torch.inference_mode():
+            logits, _ = net(to_tensors(obs), part="allocate")
+            a = int(MaskedCategorical(logits, torch.as_tensor(obs["action_mask"]).bool().unsqueeze(0)).greedy())
+        h = int(np.argmax(obs["candidates"][:, hint_col]))
+        if a == h:
+            kind = "same as the hint"
+        elif a == KEEP:
+            kind = "keep where the hint changes the job"
+        elif a == WAIT:
+            kind = "wait where the hint runs the job"
+        elif h in (WAIT, KEEP):
+            kind = "start or change a job the hint leaves as it is" if h == KEEP else "run a job the hint holds back"
+        elif (t.arch[a], t.mode[a]) != (t.arch[h], t.mode[h]):
+            kind = "another architecture or mode"
+        elif t.workers[a] > t.workers[h]:
+            kind = "more workers"
+        elif t.workers[a] < t.workers[h]:
+            kind = "fewer workers"
+        else:
+            kind = "another PS count"
+        counts[kind] += 1
+        obs, _, term, trunc, info = env.step(a)
+        if term or trunc:
+            break
+    n = sum(counts.values())
+    print(f"{args.scenario} seed {args.seed}: {n} level-1 choices; average JCT {info['job_seconds'] / len(env._sim.jobs) / 3600:.3f} h")
+    for kind, c in counts.most_common():
+        print(f"  {kind:<48} {c:>6}  {100 * c / n:5.1f}%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
