@@ -30,6 +30,8 @@ of the published comparison we reproduce (benchmarks/vs_pollux.py).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
@@ -74,6 +76,9 @@ class Tiresias(AllocationPolicy):
         self.min_history = min_history
         if gittins:
             self.name = "tiresias-gittins"
+        # LAS queues in arrival order move only at arrivals, completions and demotions (recheck_s);
+        # Gittins' order and the starvation guard move with time and the history: asked every round.
+        self.recheck_driven = not gittins and self.starve_knob == 0
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.base: dict[int, float] = {}  # attained service at the last promotion
@@ -122,12 +127,31 @@ class Tiresias(AllocationPolicy):
                 free -= job.requested_gpus
         return out
 
+    def recheck_s(self, view: ClusterView, placements: dict[int, Placement]) -> float | None:
+        """The first round boundary at which a running job's service may pass
+        its queue's threshold (a demotion); the engine adds held seconds x
+        workers to the attained service of each running job every round."""
+        if not placements or not self.recheck_driven:
+            return None
+        T = view.round_s
+        att = view.attained_gpu_s
+        rounds = np.inf
+        for jid, pl in placements.items():
+            service = float(att[view.index(jid)]) - self.base.get(jid, 0.0)
+            q = int(np.searchsorted(self.thresholds, service, side="right"))
+            if q < self.thresholds.size:
+                # Rounded down by a hair: a round early only asks again; a round late would be wrong.
+                m = max(1, math.ceil((self.thresholds[q] - service) / (pl.n_workers * T) - 1e-6))
+                rounds = min(rounds, m)
+        return None if rounds == np.inf else view.time_s + rounds * T
+
 
 class TiresiasPlacement(IncrementalPlacement):
     """Tiresias' profile-based placement: consolidate skewed (large) models,
     spread the others over the least-loaded servers."""
 
     name = "tiresias"
+    memoryless = True
 
     def __init__(self, skew_mb: float = 100.0) -> None:
         self.skew_mb = skew_mb

@@ -13,9 +13,10 @@ Decision points (``EngineConfig.decision_points``):
 
 - ``"round"``: every round with an active job.
 - ``"events"``: only at rounds where a job arrived or finished since the last
-  decision (the engine then jumps over the rounds in between in one go, which
-  gives the same result as asking every round a scheduler whose decision only
-  changes on those events).
+  decision, or at the first round at or after the last decision's
+  ``recheck_s`` (the engine then jumps over the rounds in between in one go,
+  which gives the same result as asking every round a scheduler whose
+  decision only changes at those points).
 - ``"every"``: at rounds whose index is a multiple of ``decision_every``
   (a scheduling interval, e.g. DL2's 20 minutes); arrivals wait for it.
 
@@ -292,7 +293,7 @@ class Simulation:
         if self.points == "round":
             return True
         if self.points == "events":
-            return st.dirty
+            return st.dirty or st.time_s >= st.recheck_s - EPS
         return st.round_index % self.every == 0
 
     def _to_decision_point(self, acc: StepResult) -> ClusterView | None:
@@ -339,6 +340,7 @@ class Simulation:
         )
         st.calls += 1
         st.dirty = False
+        st.recheck_s = math.inf if decision.recheck_s is None else float(decision.recheck_s)
         running, placements = st.running, st.placements
         changed: list[int] = []
         for i in [i for i in running if i not in new]:  # preempted
@@ -420,7 +422,8 @@ class Simulation:
             k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
-            k = max(1, min(k_arr, k_fin, k_max, k_per))
+            k_re = math.ceil((st.recheck_s - t) / T - EPS) if st.recheck_s < math.inf else _NEVER
+            k = max(1, min(k_arr, k_fin, k_max, k_per, k_re))
         dt = k * T
 
         n_act = len(st.active)
