@@ -171,7 +171,9 @@ class PolluxApplication:
         # function of progress that can only change at a progress value of some table.
         progs = [v["progress"] for v in self.validation.values()]
         if all(np.all(np.diff(pr) >= 0) for pr in progs):
-            at = np.unique(np.concatenate(progs))
+            # np.unique by hand: numpy's own imports numpy.ma on first use (~20 ms of a whole command).
+            at = np.sort(np.concatenate(progs))
+            at = at[np.r_[True, at[1:] != at[:-1]]]
             self._epoch_at: tuple[list[float], list[int]] | None = (
                 at.tolist(), np.max([np.searchsorted(pr, at, side="right") for pr in progs], axis=0).tolist())
         else:
