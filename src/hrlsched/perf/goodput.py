@@ -238,6 +238,16 @@ class PolluxApplication:
             return epochs[i] if i >= 0 else 0
         return max(int(np.searchsorted(v["progress"], progress, side="right")) for v in self.validation.values())
 
+    def next_epoch_change(self, progress: float) -> float:
+        """A progress (steps at the initial batch) before which ``epoch_of``
+        stays ``epoch_of(progress)``: the next value where it may step (inf:
+        none); ``progress`` itself when the tables are not sorted."""
+        if self._epoch_at is None:
+            return progress
+        at = self._epoch_at[0]
+        i = bisect.bisect_right(at, progress)
+        return at[i] if i < len(at) else math.inf
+
     @lru_cache(maxsize=65536)  # noqa: B019
     def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:
         bs = sorted(self.validation)

@@ -400,30 +400,40 @@ class Simulation:
 
     def _advance(self, just_set: bool, acc: StepResult) -> None:
         """Advance one round, or several when nothing can happen in between
-        (not in ``"round"`` mode, and rates do not move with progress)."""
+        (not in ``"round"`` mode; where rates move with progress, not past
+        the progress at which any running job's efficiency may next move)."""
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
         act = np.asarray(st.active, dtype=np.int64)
         run = act[st.n_workers[act] > 0]
         total = self.total
-        if self.progress_dependent and run.size and not just_set:
+        jump = self.points != "round"
+        if self.progress_dependent and run.size and (jump or not just_set):
             # Statistical efficiency moves with progress (e.g. per epoch).
             rl = [st.jobs[i] for i in run]
-            st.rate[run] = st.speed[run] * self.perf.efficiency(
-                rl, [st.placements[i] for i in run], st.batch[run], st.progress[run]
-            )
+            pls = [st.placements[i] for i in run]
+            if not just_set:
+                st.rate[run] = st.speed[run] * self.perf.efficiency(rl, pls, st.batch[run], st.progress[run])
+            if jump:
+                until = self.perf.efficiency_until(rl, pls, st.batch[run], st.progress[run])
         k = 1
         if run.size:
             fin_rel = st.delay_left[run] + (total[run] - st.progress[run]) / st.rate[run]
-        if self.points != "round" and not self.progress_dependent:
+        if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
             k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
             k_re = math.ceil((st.recheck_s - t) / T - EPS) if st.recheck_s < math.inf else _NEVER
-            k = max(1, min(k_arr, k_fin, k_max, k_per, k_re))
+            k_eff = _NEVER
+            if self.progress_dependent and run.size:
+                # Rounds until a job's progress reaches the point where its efficiency may move: the
+                # efficiency of a round is the one at its start, as round by round.
+                t_eff = st.delay_left[run] + (until - st.progress[run]) / st.rate[run]
+                k_eff = math.ceil(min(float(t_eff.min()) / T - EPS, _NEVER))
+            k = max(1, min(k_arr, k_fin, k_max, k_per, k_re, k_eff))
         dt = k * T
 
         n_act = len(st.active)
