@@ -30,8 +30,6 @@ of the published comparison we reproduce (benchmarks/vs_pollux.py).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
@@ -134,16 +132,18 @@ class Tiresias(AllocationPolicy):
         if not placements or not self.recheck_driven:
             return None
         T = view.round_s
-        att = view.attained_gpu_s
-        rounds = np.inf
-        for jid, pl in placements.items():
-            service = float(att[view.index(jid)]) - self.base.get(jid, 0.0)
-            q = int(np.searchsorted(self.thresholds, service, side="right"))
-            if q < self.thresholds.size:
-                # Rounded down by a hair: a round early only asks again; a round late would be wrong.
-                m = max(1, math.ceil((self.thresholds[q] - service) / (pl.n_workers * T) - 1e-6))
-                rounds = min(rounds, m)
-        return None if rounds == np.inf else view.time_s + rounds * T
+        n = len(placements)
+        idx = np.fromiter((view.index(j) for j in placements), dtype=np.int64, count=n)
+        workers = np.fromiter((pl.n_workers for pl in placements.values()), dtype=float, count=n)
+        base = np.fromiter((self.base.get(j, 0.0) for j in placements), dtype=float, count=n)
+        service = view.attained_gpu_s[idx] - base
+        q = np.searchsorted(self.thresholds, service, side="right")
+        below = q < self.thresholds.size
+        if not below.any():
+            return None
+        # Rounded down by a hair: a round early only asks again; a round late would be wrong.
+        m = np.ceil((self.thresholds[q[below]] - service[below]) / (workers[below] * T) - 1e-6)
+        return view.time_s + max(1.0, float(m.min())) * T
 
 
 class TiresiasPlacement(IncrementalPlacement):
