@@ -33,10 +33,10 @@ def run_simulate(
     print the summary table; the exit code (2: a user error, printed)."""
     from rich.console import Console
 
-    from hrlsched.config import dump_run_config, resolve_run_config
+    from hrlsched.config import resolve_run_config
     from hrlsched.contract import InvalidDecisionError
     from hrlsched.errors import ConfigError
-    from hrlsched.outdir import OutputDirError, prepare_run_dir
+    from hrlsched.outdir import OutputDirError
     from hrlsched.run import run_to_dir
     from hrlsched.units import format_metric
 
@@ -46,13 +46,8 @@ def run_simulate(
         cfg = resolve_run_config(scenario, policy, seed, [*(sets or []), *extra])
     except ConfigError as e:
         return _fail(console, str(e))
-    try:  # before simulating: a wrong --out fails now, not after the run
-        import yaml
-
-        prepare_run_dir(out, yaml.safe_dump(dump_run_config(cfg), sort_keys=False), force=force)
-    except OutputDirError as e:
-        return _fail(console, str(e))
-    errors = (ConfigError, InvalidDecisionError, ValueError, KeyError)
+    # run_to_dir checks --out before it simulates: a wrong one (OutputDirError) fails at once.
+    errors = (ConfigError, OutputDirError, InvalidDecisionError, ValueError, KeyError)
     if sys.stderr.isatty():
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
