@@ -419,7 +419,9 @@ class Simulation:
                 until = self.perf.efficiency_until(rl, pls, st.batch[run], st.progress[run])
         k = 1
         if run.size:
-            fin_rel = st.delay_left[run] + (total[run] - st.progress[run]) / st.rate[run]
+            # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
+            prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
+            fin_rel = d + (total[run] - prog) / rate
         if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
@@ -431,34 +433,37 @@ class Simulation:
             if self.progress_dependent and run.size:
                 # Rounds until a job's progress reaches the point where its efficiency may move: the
                 # efficiency of a round is the one at its start, as round by round.
-                t_eff = st.delay_left[run] + (until - st.progress[run]) / st.rate[run]
+                t_eff = d + (until - prog) / rate
                 k_eff = math.ceil(min(float(t_eff.min()) / T - EPS, _NEVER))
             k = max(1, min(k_arr, k_fin, k_max, k_per, k_re, k_eff))
         dt = k * T
 
         n_act = len(st.active)
         busy = int(np.count_nonzero(st.gpu_tasks))
-        mean_slow = float(st.slowdown[run].mean()) if run.size else 1.0
+        if run.size:
+            slow = st.slowdown[run]
+            mean_slow = float(slow.sum() / slow.size)  # ndarray.mean's arithmetic, without its overhead
+        else:
+            mean_slow = 1.0
         st.record.append((st.time_s, k, busy, n_act - run.size, run.size, mean_slow))
 
         # Advance running jobs by dt; those that finish stop at their exact time.
         st.contention[act] += n_act * dt  # corrected below for jobs that finish early
         acc.job_seconds += n_act * dt
         if run.size:
-            d = st.delay_left[run]
             fin = fin_rel <= dt + EPS
             held = np.where(fin, np.minimum(fin_rel, dt), dt)
             productive = np.maximum(held - d, 0.0)
-            st.progress[run] = np.where(fin, total[run], st.progress[run] + st.rate[run] * productive)
+            st.progress[run] = np.where(fin, total[run], prog + rate * productive)
             st.delay_left[run] = np.maximum(d - dt, 0.0)
-            w, p = st.n_workers[run], st.n_ps[run]
+            held_w = held * st.n_workers[run]
             st.hold_s[run] += held
             st.prod_s[run] += productive
-            st.gpu_s[run] += held * w
-            st.attained[run] += held * w
-            st.worker_s[run] += held * w
-            st.ps_s[run] += held * p
-            st.slow_s[run] += held * st.slowdown[run]
+            st.gpu_s[run] += held_w
+            st.attained[run] += held_w
+            st.worker_s[run] += held_w
+            st.ps_s[run] += held * st.n_ps[run]
+            st.slow_s[run] += held * slow
             if fin.any():
                 fi = run[fin]
                 early = dt - fin_rel[fin]
