@@ -48,7 +48,7 @@ class PerformanceModel(ABC):
         self._compact: dict[tuple[int, int], Placement] = {}
 
     def profile(self, job: Job) -> ModelProfile:
-        return get_profile(job.model, dict(self.catalogue))
+        return get_profile(job.model, self.catalogue)  # no copy: called per job, many times a round
 
     @abstractmethod
     def speeds(
