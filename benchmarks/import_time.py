@@ -23,12 +23,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-WATCH = ("numpy", "pydantic", "yaml", "scipy", "matplotlib", "pandas", "torch")
-# Runs the CLI in-process and reports which watched packages it loaded.
+WATCH = ("numpy", "pydantic", "yaml", "typer", "rich", "scipy", "matplotlib", "pandas", "torch")
+# Runs the console script's entry in-process and reports which watched packages it loaded.
 PROBE = (
     "import json, sys\n"
-    "from hrlsched.cli import app\n"
-    "try:\n    app(sys.argv[1:])\nexcept SystemExit:\n    pass\n"
+    "from hrlsched.entry import main\n"
+    "sys.argv = ['hrlsched', *sys.argv[1:]]\n"
+    "try:\n    main()\nexcept SystemExit:\n    pass\n"
     f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({list(WATCH)!r}))))\n"
 )
 
@@ -50,7 +51,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=7)
     a = ap.parse_args()
     script = Path(sys.executable).parent / "hrlsched"
-    cli = [str(script)] if script.exists() else [sys.executable, "-m", "hrlsched.cli"]
+    cli = [str(script)] if script.exists() else [sys.executable, "-m", "hrlsched.entry"]
     with tempfile.TemporaryDirectory(prefix="import_time-") as tmp:
         env = {**os.environ, "HRLSCHED_CACHE_DIR": str(Path(tmp) / "cache")}
         sim = ["simulate", "--scenario", "default", "--out", str(Path(tmp) / "run")]

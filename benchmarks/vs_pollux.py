@@ -66,7 +66,7 @@ def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple
 def hrlsched_command() -> list[str]:
     """The `hrlsched` script that users run, next to this interpreter; else `python -m`."""
     script = Path(sys.executable).parent / "hrlsched"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "hrlsched.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "hrlsched.entry"]
 
 
 def run_ours(policy: str, workload: int, repeats: int) -> dict[str, float]:

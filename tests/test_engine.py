@@ -268,7 +268,9 @@ def test_scheduler_decision_points_come_from_the_scheduler_unless_configured(top
     jobs = _workload(6)
     fifo = make_scheduler("fifo")
     assert Simulator(topo, jobs, perf, fifo, ENG).cfg.decision_points == "events"
-    assert Simulator(topo, jobs, perf, make_scheduler("tiresias"), ENG).cfg.decision_points == "round"
+    # Tiresias' LAS is asked at events and at its demotions (Decision.recheck_s); Gittins every round.
+    assert Simulator(topo, jobs, perf, make_scheduler("tiresias"), ENG).cfg.decision_points == "events"
+    assert Simulator(topo, jobs, perf, make_scheduler("tiresias-gittins"), ENG).cfg.decision_points == "round"
     cfg = dataclasses.replace(ENG, decision_points="every", decision_every=3)
     assert Simulator(topo, jobs, perf, fifo, cfg).cfg.decision_points == "every"
     with pytest.raises(ValueError, match="decision_points"):
@@ -277,6 +279,26 @@ def test_scheduler_decision_points_come_from_the_scheduler_unless_configured(top
     periodic.decision_points, periodic.decision_every = "every", 2
     sim = Simulator(topo, jobs, perf, ComposedScheduler(periodic, PackPlacement()), ENG)
     assert (sim.cfg.decision_points, sim.cfg.decision_every) == ("every", 2)
+
+
+@pytest.mark.parametrize("placement", ["tiresias", "balance", "pack"])
+def test_tiresias_asked_at_events_and_demotions_decides_as_every_round(topo, perf, placement) -> None:
+    from hrlsched.policies.registry import PLACEMENTS
+    from hrlsched.policies.tiresias import Tiresias
+
+    jobs = _workload(24, seed=7, spread=3000.0)
+
+    def sched() -> ComposedScheduler:  # thresholds low enough that jobs are demoted (and preempted) often
+        return ComposedScheduler(Tiresias(thresholds=(500.0, 2500.0)), PLACEMENTS[placement].factory())
+
+    fast = Simulator(topo, jobs, perf, sched(), ENG).run()
+    every = Simulator(topo, jobs, perf, sched(), dataclasses.replace(ENG, decision_points="round")).run()
+    assert fast.restarts.sum() > 0  # demotions did preempt
+    for f in ("start_s", "finish_s", "restarts", "gpu_seconds", "hold_s", "progress"):
+        np.testing.assert_allclose(getattr(fast, f), getattr(every, f), rtol=1e-9, err_msg=f)
+    for k in fast.rounds:
+        np.testing.assert_allclose(fast.rounds[k], every.rounds[k], rtol=1e-9, err_msg=k)
+    assert fast.scheduler_calls < every.scheduler_calls
 
 
 def test_reset_gives_identical_episodes(topo, perf) -> None:

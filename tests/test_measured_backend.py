@@ -70,6 +70,18 @@ def test_efficiency_follows_gradient_noise_scale(model: MeasuredModel) -> None:
     assert eff == pytest.approx(app.gain(64, 0.0) * 8 / 64)
 
 
+def test_efficiency_until_is_the_next_epoch_boundary_never_past_it(model: MeasuredModel) -> None:
+    app = model.apps["toy"]  # epochs end at progress 100, 200, ... 500 steps of the initial batch (8)
+    j = Job(0, 0.0, "toy", 1e4, 64, 2, arch="allreduce")
+    p = np.array([0.0, 850.0, 1600.0, 4000.0, 5000.0])
+    until = model.efficiency_until([j] * 5, [Placement((0, 1))] * 5, np.full(5, 64), p)
+    np.testing.assert_allclose(until[:3], [800.0, 1600.0, 2400.0], rtol=1e-8)
+    assert np.all(until[:3] < [800.0, 1600.0, 2400.0])  # a hair early, never late
+    assert np.all(np.isinf(until[3:]))  # past the last epoch: it never moves again
+    for a, u in zip(p[:3], until[:3]):
+        assert app.epoch_of(a / 8) == app.epoch_of(u / 8) < app.epoch_of(u / 8 * (1 + 1e-8))
+
+
 def test_bad_rows_are_named(tmp_path: Path) -> None:
     f = tmp_path / "placements.csv"
     f.write_text("placement,local_bsz,step_time,sync_time\n1,8,0.1,0.01\n10,8,0.1,x\n")
@@ -96,3 +108,29 @@ def test_leave_one_placement_out_figure(tmp_path: Path) -> None:
     figs = measured_figures(tmp_path)
     assert set(figs) == {"measured_loo_step_mape_pct.toy"}
     assert 0 <= figs["measured_loo_step_mape_pct.toy"] < 100
+
+
+def test_rounds_skipped_between_epochs_give_the_round_by_round_result(tmp_path: Path) -> None:
+    import dataclasses
+
+    from hrlsched.policies import make_scheduler
+    from hrlsched.sim import EngineConfig, Simulator
+
+    make_app(tmp_path)
+    # Efficiency that does move per epoch: the gradient noise grows over the epochs.
+    for bs in (8, 64):
+        (tmp_path / "toy" / f"validation-{bs}.csv").write_text("progress,iteration,metric,grad_sqr,grad_var\n" + "".join(
+            f"{100.0 * (e + 1)},{e},0.5,{1.0 / (e + 1)},{3.0 * (e + 1)}\n" for e in range(5)))
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4")]))
+    m = MeasuredModel(topo, {**CATALOGUE, "toy": CATALOGUE["cifar10"]}, traces_dir=str(tmp_path))
+    rng = np.random.default_rng(1)
+    gpus = rng.choice([1, 2], size=10)  # measured placements only: 1 or 2 GPUs of a server
+    jobs = [Job(i, float(rng.uniform(0, 600)), "toy", 3900.0, int(16 * g), int(g), arch="allreduce")
+            for i, g in enumerate(gpus)]
+    eng = EngineConfig(round_s=10.0)
+    fast = Simulator(topo, jobs, m, make_scheduler("fifo"), eng).run()
+    slow = Simulator(topo, jobs, m, make_scheduler("fifo"), dataclasses.replace(eng, decision_points="round")).run()
+    for f in ("start_s", "finish_s", "gpu_seconds", "progress"):
+        np.testing.assert_allclose(getattr(fast, f), getattr(slow, f), rtol=1e-9, err_msg=f)
+    assert len({round(float(x), 6) for x in m.efficiency(jobs[:1] * 5, [Placement((0,))] * 5, np.full(5, 16),
+                                                       np.array([0.0, 900.0, 1700.0, 2500.0, 3300.0]))}) == 5

@@ -6,7 +6,7 @@ from hrlsched.core import CATALOGUE, Job, get_profile
 from hrlsched.perf import OptimusModel
 from hrlsched.policies import make_scheduler
 from hrlsched.sim import EngineConfig, Simulator
-from hrlsched.sim.metrics import finish_time_fairness, job_table, summary
+from hrlsched.sim.metrics import finish_time_fairness, job_table, percentile, summary
 from tests.helpers import Scripted, job
 
 
@@ -53,3 +53,11 @@ def test_mean_slowdown_is_one_without_neighbours(topo: Topology, perf: OptimusMo
     res = Simulator(topo, [j], perf, Scripted(lambda v: {0: pl}), EngineConfig()).run()
     assert job_table(res)["mean_slowdown"][0] == pytest.approx(1.0)
     assert CATALOGUE["resnet-50"].restart_s == res.hold_s[0] - res.productive_s[0]
+
+
+def test_percentile_is_numpys_to_the_bit() -> None:
+    rng = np.random.default_rng(0)
+    for n in [*range(1, 40), 157, 1000]:
+        for x in (rng.lognormal(8, 2, n), rng.integers(0, 50, n).astype(float)):
+            for p in (0, 1, 25, 50, 95, 99, 99.9, 100, float(rng.uniform(0, 100))):
+                assert percentile(x, p) == float(np.percentile(x, p)), (n, p)

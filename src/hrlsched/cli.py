@@ -4,16 +4,12 @@ library, and print."""
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
-
-from hrlsched.errors import ConfigError
 
 if TYPE_CHECKING:
     from hrlsched.config import RunConfig
@@ -39,12 +35,6 @@ def load_yaml(path: Path) -> dict[str, Any]:
     return load(path)
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Hierarchical-RL cluster scheduling: simulate, compare, calibrate.")
-console = Console(stderr=True)
-
-
-def fail(msg: str) -> None:
-    console.print(f"[red]error:[/red] {msg}", highlight=False)
-    raise typer.Exit(2)
 
 
 @app.command()
@@ -59,45 +49,12 @@ def simulate(
     checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for --policy hrl (default: the shipped one)")] = None,  # noqa: UP045
 ) -> None:
     """Simulate one scenario under one policy and write the run directory."""
-    from hrlsched.contract import InvalidDecisionError
-    from hrlsched.outdir import OutputDirError, prepare_run_dir
-    from hrlsched.run import run_to_dir
-    from hrlsched.units import format_metric
+    # The body is shared with the console script's fast path (hrlsched.entry).
+    from hrlsched.cli_simulate import run_simulate
 
-    try:
-        extra = [f"checkpoint={checkpoint.resolve()}"] if checkpoint is not None else []
-        cfg = resolve_run_config(scenario, policy, seed, [*(set_ or []), *extra])
-    except ConfigError as e:
-        fail(str(e))
-    try:  # before simulating: a wrong --out fails now, not after the run
-        import yaml
-
-        from hrlsched.config import dump_run_config
-
-        prepare_run_dir(out, yaml.safe_dump(dump_run_config(cfg), sort_keys=False), force=force)
-    except OutputDirError as e:
-        fail(str(e))
-    with Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.fields[jobs]}"),
-        TimeElapsedColumn(), console=console, transient=True, disable=not sys.stderr.isatty(),
-    ) as bar:
-        task = bar.add_task(f"{cfg.scenario.name} / {cfg.policy}", total=None, jobs="")
-
-        def tick(t: float, done: int, total: int) -> None:
-            bar.update(task, total=total, completed=done, jobs=f"{done}/{total} jobs, t={t / 3600:.1f} h")
-
-        try:
-            summ = run_to_dir(cfg, out, tick, plots=plots, force=force)
-        except (ConfigError, InvalidDecisionError, ValueError, KeyError) as e:
-            fail(str(e))
-    table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    for k, v in summ.items():
-        table.add_row(k, format_metric(k, v))
-    Console().print(table)
-    files = "config.yaml, jobs.csv, rounds.csv, summary.json" + (", jct_cdf.png, timeline.png" if plots else "")
-    console.print(f"wrote {out}/ ({files}; times in seconds in summary.json)")
+    code = run_simulate(scenario, out, policy, seed, set_, plots, force, checkpoint)
+    if code:
+        raise typer.Exit(code)
 
 
 @app.command()

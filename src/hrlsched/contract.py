@@ -95,12 +95,19 @@ class Decision:
     ``"allreduce"``) and a mode (``"sync"`` or ``"async"``), only for jobs
     that leave them open (``Job.arch_open``/``mode_open``). A job not named in
     ``arch``/``mode`` keeps its current effective value. Changing a running
-    job's placement, batch size, architecture or mode restarts it."""
+    job's placement, batch size, architecture or mode restarts it.
+
+    ``recheck_s``: under ``"events"`` decision points, ask again at the first
+    round boundary at or after this time even if no job arrives or finishes
+    (a policy whose decision also moves with time, e.g. Tiresias' queue
+    demotions, is then asked only when it can change). None: at the next
+    event. Ignored under ``"round"`` and ``"every"``."""
 
     placements: dict[int, Placement] = field(default_factory=dict)
     batch_sizes: dict[int, int] = field(default_factory=dict)
     arch: dict[int, str] = field(default_factory=dict)
     mode: dict[int, str] = field(default_factory=dict)
+    recheck_s: float | None = None
 
 
 class InvalidDecisionError(ValueError):
@@ -113,8 +120,9 @@ class Scheduler(ABC):
     Attributes the engine reads:
 
     - ``event_driven``: the decision only changes when a job arrives or
-      finishes, so the engine may ask only then (``decision_points`` None
-      means ``"events"`` when this is true, ``"round"`` otherwise).
+      finishes, or at the time a decision names in ``Decision.recheck_s``,
+      so the engine may ask only then (``decision_points`` None means
+      ``"events"`` when this is true, ``"round"`` otherwise).
     - ``decision_points`` / ``decision_every``: when to ask (see
       ``DecisionPoints``); a scenario's ``sim.decision_points`` overrides it.
     - ``max_tasks_per_gpu``: most workers (of any jobs) a decision may put on

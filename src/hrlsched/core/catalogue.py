@@ -24,6 +24,7 @@ configurations); the analytic model takes its traffic from theta2 instead.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 
@@ -99,7 +100,7 @@ POLLUX_CATALOGUE: dict[str, ModelProfile] = {
 CATALOGUE.update(POLLUX_CATALOGUE)
 
 
-def get_profile(name: str, catalogue: dict[str, ModelProfile] | None = None) -> ModelProfile:
+def get_profile(name: str, catalogue: Mapping[str, ModelProfile] | None = None) -> ModelProfile:
     cat = CATALOGUE if catalogue is None else catalogue
     try:
         return cat[name]

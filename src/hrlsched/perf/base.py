@@ -48,7 +48,7 @@ class PerformanceModel(ABC):
         self._compact: dict[tuple[int, int], Placement] = {}
 
     def profile(self, job: Job) -> ModelProfile:
-        return get_profile(job.model, dict(self.catalogue))
+        return get_profile(job.model, self.catalogue)  # no copy: called per job, many times a round
 
     @abstractmethod
     def speeds(
@@ -81,6 +81,22 @@ class PerformanceModel(ABC):
             return np.ones(n)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         return np.where(asyn, async_efficiency(w, self.staleness_penalty), 1.0)
+
+    def efficiency_until(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray,
+        progress: np.ndarray,
+    ) -> np.ndarray:
+        """Per job, a progress below which ``efficiency`` stays what it is at
+        ``progress`` (same placement and batch size), so that the engine may
+        advance several rounds in one go. inf when efficiency does not move
+        with progress; ``progress`` itself (it may move at once: the engine
+        goes round by round) by default for a ``progress_dependent`` backend."""
+        if not self.progress_dependent:
+            return np.full(len(jobs), np.inf)
+        return np.array(progress, dtype=float)
 
     def alone_speed(self, job: Job, placement: Placement, batch_size: int | None = None) -> float:
         """Speed of the job at this placement with no other job in the cluster."""

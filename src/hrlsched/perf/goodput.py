@@ -171,7 +171,9 @@ class PolluxApplication:
         # function of progress that can only change at a progress value of some table.
         progs = [v["progress"] for v in self.validation.values()]
         if all(np.all(np.diff(pr) >= 0) for pr in progs):
-            at = np.unique(np.concatenate(progs))
+            # np.unique by hand: numpy's own imports numpy.ma on first use (~20 ms of a whole command).
+            at = np.sort(np.concatenate(progs))
+            at = at[np.r_[True, at[1:] != at[:-1]]]
             self._epoch_at: tuple[list[float], list[int]] | None = (
                 at.tolist(), np.max([np.searchsorted(pr, at, side="right") for pr in progs], axis=0).tolist())
         else:
@@ -235,6 +237,16 @@ class PolluxApplication:
             i = bisect.bisect_right(at, progress) - 1
             return epochs[i] if i >= 0 else 0
         return max(int(np.searchsorted(v["progress"], progress, side="right")) for v in self.validation.values())
+
+    def next_epoch_change(self, progress: float) -> float:
+        """A progress (steps at the initial batch) before which ``epoch_of``
+        stays ``epoch_of(progress)``: the next value where it may step (inf:
+        none); ``progress`` itself when the tables are not sorted."""
+        if self._epoch_at is None:
+            return progress
+        at = self._epoch_at[0]
+        i = bisect.bisect_right(at, progress)
+        return at[i] if i < len(at) else math.inf
 
     @lru_cache(maxsize=65536)  # noqa: B019
     def grad_stats(self, batch_size: float, epoch: int) -> tuple[float, float]:

@@ -116,6 +116,21 @@ class MeasuredModel(PerformanceModel):
             out[k] = v
         return out
 
+    def efficiency_until(
+        self,
+        jobs: Sequence[Job],
+        placements: Sequence[Placement],
+        batch_sizes: np.ndarray,
+        progress: np.ndarray,
+    ) -> np.ndarray:
+        """The next epoch boundary of each job (efficiency is one value per
+        epoch), a hair early so that float rounding never carries a job past it."""
+        out = np.empty(len(jobs))
+        for k, (j, p) in enumerate(zip(jobs, np.asarray(progress, dtype=float).tolist())):
+            app = self.app(j)
+            out[k] = app.next_epoch_change(p / app.init_batch_size) * app.init_batch_size * (1 - 1e-9)
+        return out
+
     def measured_work(self) -> dict[str, Callable[[int], float]]:
         return {name: app.samples_to_complete for name, app in self.apps.items()}
 

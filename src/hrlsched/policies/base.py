@@ -53,6 +53,9 @@ class AllocationPolicy(ABC):
     max_tasks_per_gpu: int = 1
     # The placement used when the command line names none (the paper's own).
     default_placement: str = "pack"
+    # The allocation moves only at arrivals, completions and ``recheck_s``: composed with a
+    # ``memoryless`` placement, the engine then asks only at those points (same decisions, fewer calls).
+    recheck_driven: bool = False
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
         pass
@@ -61,11 +64,22 @@ class AllocationPolicy(ABC):
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         """Allocations of the jobs to run, in priority order (dict order)."""
 
+    def recheck_s(self, view: ClusterView, placements: dict[int, Placement]) -> float | None:
+        """For a ``recheck_driven`` policy: the earliest time at which its
+        allocation may change with no arrival or completion, given the jobs
+        that run (``placements``); None: not before the next event. Too early
+        is harmless (the same decision again); too late is wrong."""
+        return None
+
 
 class PlacementPolicy(ABC):
     name: str = "placement"
     oracle: bool = False
     max_tasks_per_gpu: int = 1
+    # Its placements depend only on the allocations, the jobs, the topology and the current
+    # placements (not on time, progress, speeds or randomness): asked again with nothing
+    # changed, it answers the same.
+    memoryless: bool = False
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
         pass
@@ -82,6 +96,10 @@ class ComposedScheduler(Scheduler):
         self.name = f"{allocation.name}+{placement.name}"
         self.event_driven = allocation.event_driven
         self.decision_points, self.decision_every = allocation.decision_points, allocation.decision_every
+        # Asked only at events and at the allocation's recheck times: the same decisions as every round.
+        self._recheck = allocation.recheck_driven and placement.memoryless and allocation.decision_points is None
+        if self._recheck:
+            self.decision_points = "events"
         self.oracle = allocation.oracle or placement.oracle
         # Either part may time-share GPUs; the decision may then put that many workers on one.
         self.max_tasks_per_gpu = max(allocation.max_tasks_per_gpu, placement.max_tasks_per_gpu)
@@ -97,7 +115,8 @@ class ComposedScheduler(Scheduler):
         pview = _with_choices(view, arch, mode) if arch or mode else view
         placements = self.placement.place(pview, allocs)
         batch = {j: a.batch_size for j, a in allocs.items() if a.batch_size is not None and j in placements}
-        return Decision(placements=placements, batch_sizes=batch, arch=arch, mode=mode)
+        recheck = self.allocation.recheck_s(view, placements) if self._recheck else None
+        return Decision(placements=placements, batch_sizes=batch, arch=arch, mode=mode, recheck_s=recheck)
 
 
 def _with_choices(view: ClusterView, arch: dict[int, str], mode: dict[int, str]) -> ClusterView:

@@ -74,6 +74,9 @@ class Tiresias(AllocationPolicy):
         self.min_history = min_history
         if gittins:
             self.name = "tiresias-gittins"
+        # LAS queues in arrival order move only at arrivals, completions and demotions (recheck_s);
+        # Gittins' order and the starvation guard move with time and the history: asked every round.
+        self.recheck_driven = not gittins and self.starve_knob == 0
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.base: dict[int, float] = {}  # attained service at the last promotion
@@ -122,12 +125,33 @@ class Tiresias(AllocationPolicy):
                 free -= job.requested_gpus
         return out
 
+    def recheck_s(self, view: ClusterView, placements: dict[int, Placement]) -> float | None:
+        """The first round boundary at which a running job's service may pass
+        its queue's threshold (a demotion); the engine adds held seconds x
+        workers to the attained service of each running job every round."""
+        if not placements or not self.recheck_driven:
+            return None
+        T = view.round_s
+        n = len(placements)
+        idx = np.fromiter((view.index(j) for j in placements), dtype=np.int64, count=n)
+        workers = np.fromiter((pl.n_workers for pl in placements.values()), dtype=float, count=n)
+        base = np.fromiter((self.base.get(j, 0.0) for j in placements), dtype=float, count=n)
+        service = view.attained_gpu_s[idx] - base
+        q = np.searchsorted(self.thresholds, service, side="right")
+        below = q < self.thresholds.size
+        if not below.any():
+            return None
+        # Rounded down by a hair: a round early only asks again; a round late would be wrong.
+        m = np.ceil((self.thresholds[q[below]] - service[below]) / (workers[below] * T) - 1e-6)
+        return view.time_s + max(1.0, float(m.min())) * T
+
 
 class TiresiasPlacement(IncrementalPlacement):
     """Tiresias' profile-based placement: consolidate skewed (large) models,
     spread the others over the least-loaded servers."""
 
     name = "tiresias"
+    memoryless = True
 
     def __init__(self, skew_mb: float = 100.0) -> None:
         self.skew_mb = skew_mb

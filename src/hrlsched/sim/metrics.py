@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from hrlsched.sim.engine import SimResult
@@ -38,6 +40,25 @@ def job_table(res: SimResult) -> dict[str, np.ndarray]:
         }
 
 
+def percentile(x: np.ndarray, p: float) -> float:
+    """``np.percentile(x, p)`` (its default "linear" method) of a 1-D array
+    without NaN, to the bit: the same virtual index and interpolation.
+    np.percentile itself goes through np.unique, whose first call imports
+    numpy.ma (~15 ms of a whole ``simulate``)."""
+    a = np.sort(np.asarray(x, dtype=float))
+    n = a.size
+    vi = (n - 1) * (p / 100)
+    if vi >= n - 1:
+        return float(a[-1])
+    if vi < 0:
+        return float(a[0])
+    lo = math.floor(vi)
+    gamma = vi - lo
+    lo_v, hi_v = float(a[lo]), float(a[lo + 1])
+    d = hi_v - lo_v
+    return hi_v - d * (1 - gamma) if gamma >= 0.5 else lo_v + d * gamma
+
+
 def finish_time_fairness(res: SimResult) -> np.ndarray:
     """Themis' finish-time fairness rho = T_shared / T_ideal per completed job
     (Mahajan et al., NSDI'20), with T_ideal = T_alone x N_avg: the job's
@@ -61,7 +82,7 @@ def summary(res: SimResult, policy: str, scenario: str) -> dict[str, object]:
     ftf = finish_time_fairness(res)[done]
 
     def q(x: np.ndarray, p: float) -> float | None:
-        return float(np.percentile(x, p)) if x.size else None
+        return percentile(x, p) if x.size else None
 
     first = float(min(j.arrival_s for j in res.jobs)) if res.jobs else 0.0
     last = float(max(j.arrival_s for j in res.jobs)) if res.jobs else 0.0

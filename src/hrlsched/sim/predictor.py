@@ -48,6 +48,10 @@ class NoisyPredictor(PerformanceModel):
                    progress: np.ndarray) -> np.ndarray:
         return self.base.efficiency(jobs, placements, batch_sizes, progress)
 
+    def efficiency_until(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
+                         progress: np.ndarray) -> np.ndarray:
+        return self.base.efficiency_until(jobs, placements, batch_sizes, progress)
+
     def alone_speed(self, job: Job, placement: Placement, batch_size: int | None = None) -> float:
         return self.base.alone_speed(job, placement, batch_size) * self.factor.get(job.job_id, 1.0)
 

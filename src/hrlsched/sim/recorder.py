@@ -23,14 +23,19 @@ def _fmt(v: Any) -> str:
     return str(v)
 
 
+def _column(c: np.ndarray) -> list[str]:
+    """``_fmt`` of each value, a whole column at a time (Python scalars: the same text)."""
+    vals = np.asarray(c).tolist()
+    if np.asarray(c).dtype.kind == "f":
+        return ["" if v != v else repr(round(v, 6)) for v in vals]
+    return [_fmt(v) for v in vals]
+
+
 def _csv(columns: list[str], table: Mapping[str, np.ndarray]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(columns)
-    n = len(table[columns[0]])
-    cols = [table[c] for c in columns]
-    for i in range(n):
-        w.writerow([_fmt(c[i]) for c in cols])
+    w.writerows(zip(*(_column(table[c]) for c in columns)))
     return buf.getvalue()
 
 

@@ -13,9 +13,10 @@ Decision points (``EngineConfig.decision_points``):
 
 - ``"round"``: every round with an active job.
 - ``"events"``: only at rounds where a job arrived or finished since the last
-  decision (the engine then jumps over the rounds in between in one go, which
-  gives the same result as asking every round a scheduler whose decision only
-  changes on those events).
+  decision, or at the first round at or after the last decision's
+  ``recheck_s`` (the engine then jumps over the rounds in between in one go,
+  which gives the same result as asking every round a scheduler whose
+  decision only changes at those points).
 - ``"every"``: at rounds whose index is a multiple of ``decision_every``
   (a scheduling interval, e.g. DL2's 20 minutes); arrivals wait for it.
 
@@ -292,7 +293,7 @@ class Simulation:
         if self.points == "round":
             return True
         if self.points == "events":
-            return st.dirty
+            return st.dirty or st.time_s >= st.recheck_s - EPS
         return st.round_index % self.every == 0
 
     def _to_decision_point(self, acc: StepResult) -> ClusterView | None:
@@ -339,6 +340,7 @@ class Simulation:
         )
         st.calls += 1
         st.dirty = False
+        st.recheck_s = math.inf if decision.recheck_s is None else float(decision.recheck_s)
         running, placements = st.running, st.placements
         changed: list[int] = []
         for i in [i for i in running if i not in new]:  # preempted
@@ -398,54 +400,70 @@ class Simulation:
 
     def _advance(self, just_set: bool, acc: StepResult) -> None:
         """Advance one round, or several when nothing can happen in between
-        (not in ``"round"`` mode, and rates do not move with progress)."""
+        (not in ``"round"`` mode; where rates move with progress, not past
+        the progress at which any running job's efficiency may next move)."""
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
         act = np.asarray(st.active, dtype=np.int64)
         run = act[st.n_workers[act] > 0]
         total = self.total
-        if self.progress_dependent and run.size and not just_set:
+        jump = self.points != "round"
+        if self.progress_dependent and run.size and (jump or not just_set):
             # Statistical efficiency moves with progress (e.g. per epoch).
             rl = [st.jobs[i] for i in run]
-            st.rate[run] = st.speed[run] * self.perf.efficiency(
-                rl, [st.placements[i] for i in run], st.batch[run], st.progress[run]
-            )
+            pls = [st.placements[i] for i in run]
+            if not just_set:
+                st.rate[run] = st.speed[run] * self.perf.efficiency(rl, pls, st.batch[run], st.progress[run])
+            if jump:
+                until = self.perf.efficiency_until(rl, pls, st.batch[run], st.progress[run])
         k = 1
         if run.size:
-            fin_rel = st.delay_left[run] + (total[run] - st.progress[run]) / st.rate[run]
-        if self.points != "round" and not self.progress_dependent:
+            # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
+            prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
+            fin_rel = d + (total[run] - prog) / rate
+        if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
             k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
-            k = max(1, min(k_arr, k_fin, k_max, k_per))
+            k_re = math.ceil((st.recheck_s - t) / T - EPS) if st.recheck_s < math.inf else _NEVER
+            k_eff = _NEVER
+            if self.progress_dependent and run.size:
+                # Rounds until a job's progress reaches the point where its efficiency may move: the
+                # efficiency of a round is the one at its start, as round by round.
+                t_eff = d + (until - prog) / rate
+                k_eff = math.ceil(min(float(t_eff.min()) / T - EPS, _NEVER))
+            k = max(1, min(k_arr, k_fin, k_max, k_per, k_re, k_eff))
         dt = k * T
 
         n_act = len(st.active)
         busy = int(np.count_nonzero(st.gpu_tasks))
-        mean_slow = float(st.slowdown[run].mean()) if run.size else 1.0
+        if run.size:
+            slow = st.slowdown[run]
+            mean_slow = float(slow.sum() / slow.size)  # ndarray.mean's arithmetic, without its overhead
+        else:
+            mean_slow = 1.0
         st.record.append((st.time_s, k, busy, n_act - run.size, run.size, mean_slow))
 
         # Advance running jobs by dt; those that finish stop at their exact time.
         st.contention[act] += n_act * dt  # corrected below for jobs that finish early
         acc.job_seconds += n_act * dt
         if run.size:
-            d = st.delay_left[run]
             fin = fin_rel <= dt + EPS
             held = np.where(fin, np.minimum(fin_rel, dt), dt)
             productive = np.maximum(held - d, 0.0)
-            st.progress[run] = np.where(fin, total[run], st.progress[run] + st.rate[run] * productive)
+            st.progress[run] = np.where(fin, total[run], prog + rate * productive)
             st.delay_left[run] = np.maximum(d - dt, 0.0)
-            w, p = st.n_workers[run], st.n_ps[run]
+            held_w = held * st.n_workers[run]
             st.hold_s[run] += held
             st.prod_s[run] += productive
-            st.gpu_s[run] += held * w
-            st.attained[run] += held * w
-            st.worker_s[run] += held * w
-            st.ps_s[run] += held * p
-            st.slow_s[run] += held * st.slowdown[run]
+            st.gpu_s[run] += held_w
+            st.attained[run] += held_w
+            st.worker_s[run] += held_w
+            st.ps_s[run] += held * st.n_ps[run]
+            st.slow_s[run] += held * slow
             if fin.any():
                 fi = run[fin]
                 early = dt - fin_rel[fin]

@@ -8,6 +8,7 @@ resources, restart cost) and steps this state. A fresh ``SimState`` per
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -65,6 +66,8 @@ class SimState:
     record: list[tuple[float, int, int, int, int, float]] = field(default_factory=list)
     # Time jobs spent in the system before the first decision point (given to the first step).
     pending_job_s: float = 0.0
+    # The last decision's ``recheck_s`` (inf: none): under "events", a decision point too.
+    recheck_s: float = math.inf
 
     @classmethod
     def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:

@@ -16,6 +16,7 @@ from hrlsched.policies.placement.occupancy import Occupancy
 
 
 class BalancePlacement(IncrementalPlacement):
+    memoryless = True
     name = "balance"
 
     def place_job(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> Placement | None:

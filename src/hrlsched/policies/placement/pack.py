@@ -14,6 +14,7 @@ from hrlsched.policies.placement.occupancy import Occupancy
 
 
 class PackPlacement(IncrementalPlacement):
+    memoryless = True
     name = "pack"
 
     def place_job(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> Placement | None:
