@@ -20,6 +20,7 @@ from hrlsched.agent import bc  # noqa: E402
 from hrlsched.agent import checkpoint as ckpt  # noqa: E402
 from hrlsched.agent.distributions import MaskedCategorical  # noqa: E402
 from hrlsched.agent.nets import HRLNet, NetConfig  # noqa: E402
+from hrlsched.agent.policy import CandidateScorer  # noqa: E402
 from hrlsched.agent.rollout import RolloutSpec, make_env, run, to_tensors  # noqa: E402
 from hrlsched.agent.train import TrainConfig, Trainer  # noqa: E402
 from hrlsched.envs import features as F  # noqa: E402
@@ -76,17 +77,19 @@ def test_masked_actions_are_never_chosen() -> None:
 
 def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
     """A level-1 network encodes a decision point once (the ``hrl`` policy's
-    fast path): scoring each job from that encoding and its own rows equals
-    scoring the full observation, at every choice of an episode."""
+    fast path): scoring each job from that encoding and its own rows, in
+    torch or with the policy's numpy scorer, equals scoring the full
+    observation, at every choice of an episode."""
     env = make_env("allocate", 1000, tiny_kwargs(hint="optimus"))
     obs, _ = env.reset(seed=0)
     dp = env.unwrapped.dp
     torch.manual_seed(0)
     net = HRLNet(SMALL_NET, allocates=True, places=False)
     assert net.static
+    scorer = CandidateScorer(net)
     rng = np.random.default_rng(0)
     enc, point, checked, hinted = None, -1, 0, 0
-    for _ in range(300):
+    for _ in range(150):
         full = to_tensors(obs)
         light = to_tensors(dp.observation(full=False))
         assert set(light) < set(full)
@@ -95,6 +98,10 @@ def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
         a_full, v_full = net(full, part="allocate")
         a_light, v_light = net.heads(light, enc, part="allocate")
         assert torch.allclose(a_full, a_light, atol=1e-5) and torch.allclose(v_full, v_light, atol=1e-5)
+        o = dp.observation(full=False)  # the numpy scorer of the hrl policy: the same logits
+        cur = enc["hj"][0, int(np.flatnonzero(o["current_job"])[0])].detach().numpy()
+        fast = scorer(o["cluster"], o["context"], enc["pooled"][0].detach().numpy(), cur, o["candidates"])
+        np.testing.assert_allclose(fast, a_full[0].detach().numpy(), rtol=1e-4, atol=1e-4)
         checked += 1
         mask = obs["action_mask"].astype(bool)
         hint = obs["candidates"][:, F.CANDIDATE_FEATURES.index("is_hint")]
@@ -178,7 +185,7 @@ def test_checkpoint_round_trip_and_schema_check(tmp_path: Path) -> None:
     bad = dict(ck)
     bad["schema"] = {**ck["schema"], "jobs": ck["schema"]["jobs"][:-1]}
     torch.save(bad, tmp_path / "b.pt")
-    with pytest.raises(ckpt.CheckpointError, match="jobs: checkpoint has 20 features"):
+    with pytest.raises(ckpt.CheckpointError, match=f"jobs: checkpoint has {len(F.JOB_FEATURES) - 1} features"):
         ckpt.load(tmp_path / "b.pt")
     (tmp_path / "c.pt").write_bytes(b"not a checkpoint")
     with pytest.raises(ckpt.CheckpointError, match="not a readable"):

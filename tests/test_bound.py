@@ -70,3 +70,29 @@ def test_open_jobs_can_only_lower_the_bound() -> None:
     closed = job_floors(built(perf, jobs))
     opened = job_floors(built(perf, [replace(j, arch_open=True, mode_open=True) for j in jobs]))
     assert np.all(opened <= closed * (1 + 1e-12))
+
+
+class _Unmeasured(AnalyticModel):
+    """A backend with no data beyond 4 workers (as a measured backend's
+    tables end): it raises there, as ``perf.goodput`` does."""
+
+    name = "measured"
+
+    def speeds(self, jobs, placements, batch_sizes, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN201
+        if any(pl.n_workers > 4 for pl in placements):
+            raise ValueError("no measurement near this placement")
+        return super().speeds(jobs, placements, batch_sizes, *a, **kw)
+
+    def isolated_speeds(self, jobs, placements, batch_sizes=None):  # noqa: ANN001, ANN201
+        if any(pl.n_workers > 4 for pl in placements):
+            raise ValueError("no measurement near this placement")
+        return super().isolated_speeds(jobs, placements, batch_sizes)
+
+
+def test_placements_a_backend_cannot_price_are_left_out_of_the_bound() -> None:
+    """The bound searches every allocation; one a measured backend has no
+    data for cannot be the job's best and must not stop the search."""
+    j = job(0, arrival=0.0, model="resnet-50", samples=2e5, gpus=2, batch=64, arch="ps", mode="sync")
+    full = float(job_floors(built(AnalyticModel(TOPO, CATALOGUE), [j]))[0])
+    part = float(job_floors(built(_Unmeasured(TOPO, CATALOGUE), [j]))[0])
+    assert np.isfinite(part) and part >= full  # fewer allocations searched: a floor no lower

@@ -56,6 +56,7 @@ class HRLScheduler(Scheduler):
         self.part: str = self.ck["part"]
         self.env_kwargs: dict[str, Any] = self.ck["env_kwargs"]
         self.dp = None
+        self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
@@ -78,21 +79,59 @@ class HRLScheduler(Scheduler):
         dp = self.dp
         assert dp is not None, "HRLScheduler: reset() first"
         more = dp.begin(view)
-        cached = self.part == "allocate" and self.net.static
-        enc = None
+        if self.part == "allocate" and self.net.static:
+            return self._decide_static(dp, more)
         with torch.inference_mode():
             while more:
-                # A static encoding is made once per point; each job then needs only its own rows.
-                obs = dp.observation(full=enc is None or not cached)
-                if "jobs" in obs:
-                    obs = trim_jobs(obs)
-                batch = {k: torch.as_tensor(v).unsqueeze(0) for k, v in obs.items()}
-                if enc is None or not cached:
-                    enc = self.net.encode(batch)
-                if cached:  # the current job's row of the encoding, as trim_jobs keeps them
-                    batch["current_job"] = batch["current_job"][:, : enc["hj"].shape[1]]
-                logits, _ = self.net.heads(batch, enc, part=self.part)
+                batch = {k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(dp.observation()).items()}
+                logits, _ = self.net(batch, part=self.part)
                 a = int(MaskedCategorical(logits, batch["action_mask"]).greedy())
                 more = dp.act(a)
                 self.steps += 1
         return dp.decision()
+
+    def _decide_static(self, dp: Any, more: bool) -> Decision:
+        """A level-1 network that encodes a point once: the encoding with
+        torch, then each job's candidates with the scorer in numpy (the same
+        function, without torch's per-call overhead on a handful of rows)."""
+        if self._scorer is None:
+            self._scorer = CandidateScorer(self.net)
+        hj = pooled = None
+        while more:
+            obs = dp.observation(full=hj is None)
+            if hj is None:
+                with torch.inference_mode():
+                    enc = self.net.encode({k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(obs).items()})
+                hj, pooled = enc["hj"][0].numpy(), enc["pooled"][0].numpy()
+            cur = hj[int(np.flatnonzero(obs["current_job"])[0])]
+            logits = self._scorer(obs["cluster"], obs["context"], pooled, cur, obs["candidates"])
+            a = int(np.argmax(np.where(obs["action_mask"].astype(bool), logits, -np.inf)))
+            more = dp.act(a)
+            self.steps += 1
+        return dp.decision()
+
+
+class CandidateScorer:
+    """``HRLNet.heads`` for ``part="allocate"`` in numpy (logits only):
+    the global MLP on the cluster and context rows, the pooled encoding and
+    the current job's embedding, then the shared candidate scorer."""
+
+    def __init__(self, net: Any) -> None:
+        def layers(seq: torch.nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
+            return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
+                    for m in seq if isinstance(m, torch.nn.Linear)]
+
+        self.glob = layers(net.glob)
+        self.cand = layers(net.cand)
+
+    @staticmethod
+    def _mlp(x: np.ndarray, ws: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
+        (w1, b1), (w2, b2) = ws
+        return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
+
+    def __call__(self, cluster: np.ndarray, context: np.ndarray, pooled: np.ndarray, cur: np.ndarray,
+                 candidates: np.ndarray) -> np.ndarray:
+        g = self._mlp(np.concatenate([cluster, context, pooled, cur]), self.glob)
+        gc = np.concatenate([g, cur])
+        x = np.concatenate([candidates, np.broadcast_to(gc, (candidates.shape[0], gc.size))], axis=1)
+        return self._mlp(x, self.cand)[:, 0]

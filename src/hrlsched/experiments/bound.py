@@ -74,6 +74,13 @@ def _configs(job: Job, perf: PerformanceModel) -> list[tuple[str, str]]:
     return out
 
 
+def _speed_or_zero(perf: PerformanceModel, job: Job, pl: Placement, batch: int) -> float:
+    try:
+        return perf.alone_speed(job, pl, batch)
+    except ValueError:
+        return 0.0
+
+
 class BestRates:
     """Best isolated progress rate per (model, batch, arch, mode), cached. The
     seeds of one scenario share these groups (same cluster, same backend), so
@@ -149,8 +156,16 @@ class BestRates:
         pls = [self.placement(int(a), int(b), order) for a, b in zip(w, p)]
         jobs = [job] * len(pls)
         batch = np.full(len(pls), job.batch_size, dtype=np.int64)
-        speed = perf.isolated_speeds(jobs, pls, batch)
-        eff = np.stack([perf.efficiency(jobs, pls, batch, np.full(len(pls), x)) for x in progress], axis=1)
+        try:
+            speed = perf.isolated_speeds(jobs, pls, batch)
+        except ValueError:  # a measured backend has no data for some of them: those cannot be the best
+            speed = np.array([_speed_or_zero(perf, job, pl, int(b)) for pl, b in zip(pls, batch.tolist())])
+        ok = speed > 0
+        eff = np.zeros((len(pls), progress.size))
+        if ok.any():
+            sel = np.flatnonzero(ok)
+            jo, po, bo = [jobs[i] for i in sel], [pls[i] for i in sel], batch[sel]
+            eff[sel] = np.stack([perf.efficiency(jo, po, bo, np.full(sel.size, x)) for x in progress], axis=1)
         return w, speed[:, None] * eff
 
     def best(self, job: Job) -> np.ndarray:
