@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 install: $(STAMP)
 
 demo: $(STAMP)
-	$(VENV)/bin/hrlsched simulate --scenario default --policy fifo --out runs/demo --seed 0 --force
-	@echo "run directory: runs/demo"
+	rm -rf runs/demo
+	$(VENV)/bin/hrlsched compare --scenario default --seeds 1 --workers 2 --policies hrl,optimus+pack,fifo --out runs/demo
+	@echo "runs: runs/demo/runs/<policy>/seed0 (config.yaml, jobs.csv, rounds.csv, summary.json)"
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n 2

@@ -20,9 +20,9 @@ import hrlsched.envs  # noqa: F401
 
 def episode(env: gym.Env, seed: int) -> tuple[int, float, float, dict]:
     rng = np.random.default_rng(seed)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     _, info = env.reset(seed=seed)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     steps, total, done = 0, 0.0, False
     while not done:
         valid = np.flatnonzero(info["action_mask"])
@@ -30,8 +30,9 @@ def episode(env: gym.Env, seed: int) -> tuple[int, float, float, dict]:
         total += r
         steps += 1
         done = te or tr
-    t2 = time.perf_counter()
-    return steps, t2 - t0, t2 - t1, {**info, "return": total}
+    t2, c2 = time.perf_counter(), time.process_time()
+    # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
+    return steps, t2 - t0, t2 - t1, {**info, "return": total, "cpu": c2 - c0, "cpu_stepping": c2 - c1}
 
 
 def main() -> None:
@@ -49,7 +50,9 @@ def main() -> None:
         steps, wall, stepping, info = episode(env, args.seed)
         print(f"{env_id:26s} {args.scenario}: {steps} steps, {info['decision_points']} decision points, "
               f"{steps / stepping:,.0f} steps/s, episode {wall:.2f} s (reset included), "
-              f"return {info['return']:.1f}, idle rescues {info['idle_rescues']}")
+              f"return {info['return']:.1f}, idle rescues {info['idle_rescues']}; CPU time: "
+              f"{steps / info['cpu_stepping']:,.0f} steps/cpu-s, episode {info['cpu']:.2f} cpu-s, "
+              f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,10 @@ import numpy as np
 
 from hrlsched.cluster import Placement, Topology, uniform_cluster
 from hrlsched.config import resolve_run_config
+from hrlsched.core.catalogue import CATALOGUE
+from hrlsched.core.job import Job
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.run import simulate
-from hrlsched.workload import CATALOGUE, Job
 
 
 def workload(topo: Topology, n: int, rng: np.random.Generator) -> tuple[list[Job], list[Placement]]:

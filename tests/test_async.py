@@ -24,15 +24,16 @@ def test_optimus_async_speed_is_the_sum_of_its_workers_own_paces() -> None:
     th = np.array(CATALOGUE["resnet-50"].theta)
     j = job(0, model="resnet-50", gpus=2, batch=32, mode="async")
     fast, slow = 0, 8  # a V100 and a K80
+    speed = topo.model_gpu_speed("resnet-50")  # the model's speed on each GPU (per type)
     got = m.speeds([j], [Placement((fast, slow), (0,))])[0]
     rest = th[1] + th[2] * 2 / 1 + th[3] * 2 + th[4] * 1
-    expect = sum(32 / (th[0] * 32 / topo.gpu_speed[g] + rest) for g in (fast, slow))
+    expect = sum(32 / (th[0] * 32 / speed[g] + rest) for g in (fast, slow))
     assert got == pytest.approx(expect, rel=1e-9)
     # The slow worker does not hold the fast one back: more than twice the slow pace.
-    assert got > 2 * 32 / (th[0] * 32 / topo.gpu_speed[slow] + rest) * 1.01
+    assert got > 2 * 32 / (th[0] * 32 / speed[slow] + rest) * 1.01
     # A sync job is paced by its slowest GPU.
     sync = m.speeds([job(0, model="resnet-50", gpus=2, batch=64)], [Placement((fast, slow), (0,))])[0]
-    assert sync == pytest.approx(64 / (th[0] * 32 / topo.gpu_speed[slow] + rest), rel=1e-9)
+    assert sync == pytest.approx(64 / (th[0] * 32 / speed[slow] + rest), rel=1e-9)
 
 
 def test_analytic_async_ignores_the_straggler_wait() -> None:

@@ -10,7 +10,9 @@ import pytest
 from gymnasium.utils import seeding
 
 import hrlsched.envs  # noqa: F401  (registers the environments)
+from hrlsched.cluster import ClusterSpec, ServerGroupSpec, Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.core.placement import Placement
 from hrlsched.envs import (
     AllocationEnv,
     DecisionPoint,
@@ -19,6 +21,7 @@ from hrlsched.envs import (
     PlacementEnv,
     WorkloadPool,
 )
+from hrlsched.envs.board import PlacementIndex, crossed_links, link_layout
 from hrlsched.sim.engine import Simulator
 from tests.test_envs import SMALL, open_choices
 
@@ -132,3 +135,17 @@ def test_scheduler_on_a_decision_point_runs_in_the_engine() -> None:
     res = Simulator(b.topology, b.jobs, b.perf, agent, b.engine, predictor=b.predictor).run()
     assert agent.choices > 0
     assert np.all(np.isfinite(res.finish_s))
+
+
+def test_placement_index_crosses_the_links_of_crossed_links() -> None:
+    for nvlink in (0.0, 300.0):
+        topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=6, nvlink_gbps=nvlink)], racks=3))
+        off = link_layout(topo)[0]
+        index = PlacementIndex(topo, off)
+        rng = np.random.default_rng(1)
+        for _ in range(500):
+            w = int(rng.choice([1, 2, 3, 4, 8, 16]))
+            g = rng.choice(topo.n_gpus, w, replace=False) if rng.random() < 0.5 else np.arange(w) + 8 * rng.integers(4)
+            pl = Placement.of(g, rng.integers(topo.n_sockets, size=int(rng.integers(0, 4))))
+            got = index.get(pl)[7]
+            assert sorted(got.tolist()) == sorted(set(crossed_links(topo, off, pl).tolist()))

@@ -15,6 +15,9 @@ from hypothesis import strategies as st
 import hrlsched.envs  # noqa: F401  (registers the environments)
 from hrlsched.core.job import Job
 from hrlsched.envs import InvalidActionError, WorkloadPool
+from hrlsched.envs.candidates import KEEP, WAIT
+from hrlsched.envs.decision import ALLOCATE
+from hrlsched.envs.features import Rows
 
 IDS = ("hrlsched/Allocation-v0", "hrlsched/Placement-v0", "hrlsched/Hierarchical-v0")
 SMALL = ["workload.jobs=10", "workload.duration_h=1", "cluster.server_groups.0.count=2"]
@@ -60,6 +63,36 @@ def test_observations_in_space_and_masks_agree(env_id: str) -> None:
     assert np.array_equal(env.action_masks(), observations[-1]["action_mask"].astype(bool))
 
 
+def check_masks(env: gym.Env) -> None:
+    """The masks of the current sub-step against the slow way: every allowed
+    candidate is one the heuristic placement places now (asked for it), and,
+    for the deterministic placements, every candidate it places is allowed;
+    *keep* is allowed exactly when the running placement fits the board; the
+    GPU and socket rows kept up to date action after action equal rows
+    computed afresh."""
+    dp = env.dp
+    if dp.phase == ALLOCATE and dp.agent_allocates and 0 <= dp.k < dp.n_dec:
+        view, k, t, board = dp.view, dp.k, dp.table, dp.board
+        cur, cur_pl = view.jobs[k], view.placements[k]
+        valid = dp.mask()[: t.size].astype(bool)
+        assert valid[WAIT]
+        assert valid[KEEP] == (cur_pl is not None and board.occ.fits(cur, cur_pl))
+        exact = dp.placement_policy.name in ("pack", "balance")
+        for c in dp._slots(cur, dp.base_jobs[cur.job_id]).tolist():
+            if not (valid[c] or exact):
+                continue
+            pl = dp.feas.policy.place_job(view, board.occ, dp._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
+            placed = pl is not None and pl.n_workers == t.workers[c] and pl.n_ps == t.ps[c] \
+                and len(set(pl.gpus)) == pl.n_workers and board.occ.fits(cur, pl)
+            assert placed == valid[c] if exact else placed, (c, valid[c], pl)
+    obs = dp.observation()
+    rows = Rows(dp.topo, dp.max_gpus, dp.max_sockets, dp.max_tasks)
+    rows.point(dp.view)
+    rows.rewrite(dp.board, dp.part)
+    np.testing.assert_array_equal(obs["gpus"], rows.gpus)
+    np.testing.assert_array_equal(obs["sockets"], rows.sockets)
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     env_id=st.sampled_from(IDS),
@@ -67,20 +100,32 @@ def test_observations_in_space_and_masks_agree(env_id: str) -> None:
     servers=st.integers(1, 3),
     gpus_per_switch=st.integers(1, 2),
     share=st.integers(1, 2),
+    cores=st.sampled_from([24, 5, 3]),
     placement=st.sampled_from(["pack", "balance", "random"]),
     seed=st.integers(0, 10_000),
 )
 def test_masked_actions_never_fail(env_id: str, jobs: int, servers: int, gpus_per_switch: int, share: int,
-                                   placement: str, seed: int) -> None:
-    """Random small scenarios and random masked actions: no valid action
-    raises, and the engine accepts every decision (it validates each one)."""
+                                   cores: int, placement: str, seed: int) -> None:
+    """Random small scenarios (CPU cores per socket from plenty to too few
+    for PSs) and random masked actions: no valid action raises, the engine
+    accepts every decision (it validates each one), and the masks agree with
+    the placement asked the slow way (``check_masks``)."""
     pool = WorkloadPool("default", [seed], [f"workload.jobs={jobs}", "workload.duration_h=0.5", "cluster.racks=1",
                                             f"cluster.server_groups.0.count={servers}",
                                             f"cluster.server_groups.0.gpus_per_switch={gpus_per_switch}",
+                                            f"cluster.server_groups.0.cores_per_socket={cores}",
                                             "workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.5,0.3,0.2]"],
                         transform=open_choices)
     env = gym.make(env_id, pool=pool, placement=placement, max_tasks_per_gpu=share, max_decisions=40).unwrapped
-    rewards, _, info = run_random(env, seed)
+    rng = np.random.default_rng(seed)
+    _, info = env.reset(seed=seed)
+    done, rewards = env._done, []  # done at reset: no job could ever be placed, nothing to choose
+    while not done:
+        check_masks(env)
+        valid = np.flatnonzero(info["action_mask"])
+        _, r, te, tr, info = env.step(int(rng.choice(valid)))
+        rewards.append(r)
+        done = te or tr
     assert info["invalid_actions"] == 0
     assert all(np.isfinite(rewards))
 

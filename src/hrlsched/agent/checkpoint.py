@@ -55,6 +55,19 @@ def policy_payload(net: HRLNet, part: str, env_kwargs: dict[str, Any], **extra: 
     }
 
 
+def export_policy(src: str | Path, dst: str | Path) -> dict[str, Any]:
+    """A training checkpoint without what only training needs (optimiser,
+    RNG states): what ``hrl`` loads, a few hundred KB. Keeps the provenance
+    (training config, iteration, env steps, held-back JCT)."""
+    ck = load(src)
+    keep = ("net", "state_dict", "part", "schema", "env_kwargs", "config", "iteration", "env_steps",
+            "elapsed_s", "best_jct_s")
+    out = {k: ck[k] for k in keep if k in ck}
+    out["exported_from"] = str(src)
+    save(dst, out)
+    return out
+
+
 def load(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if not path.is_file():

@@ -77,6 +77,24 @@ def make_env(part: str, workload_seed: int, env_kwargs: dict[str, Any]) -> Any:
     return gym.make(ENV_IDS[part], seeds=[workload_seed], **env_kwargs).unwrapped
 
 
+_ENVS: dict[tuple, list[Any]] = {}
+
+
+def cached_envs(part: str, workload_seed: int, env_kwargs: dict[str, Any], n: int) -> list[Any]:
+    """``n`` environments of one workload, kept for the life of the process:
+    building the scenario and warming the performance model's caches is
+    paid once, not at every iteration (``reset`` starts a fresh episode)."""
+    key = (part, int(workload_seed), repr(sorted(env_kwargs.items())))
+    envs = _ENVS.setdefault(key, [])
+    while len(envs) < n:
+        envs.append(make_env(part, workload_seed, env_kwargs))
+    if len(_ENVS) > 64:  # bound memory over many workloads
+        for k in list(_ENVS)[: len(_ENVS) - 64]:
+            if k != key:
+                del _ENVS[k]
+    return envs[:n]
+
+
 def to_tensors(obs: dict[str, np.ndarray], batch: bool = True) -> dict[str, torch.Tensor]:
     out = {}
     for k, v in obs.items():
@@ -114,7 +132,7 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         net = HRLNet(NetConfig(**cfg["net"]), cfg["allocates"], cfg["places"])
         net.load_state_dict(spec.state_dict)
         net.eval()
-    envs = [make_env(spec.part, spec.workload_seed, spec.env_kwargs) for _ in spec.episode_seeds]
+    envs = cached_envs(spec.part, spec.workload_seed, spec.env_kwargs, len(spec.episode_seeds))
     teachers = [Teacher(spec.teacher) for _ in envs]
     obs, live, bufs = [], [], []
     trajs = [Trajectory(workload_seed=spec.workload_seed, episode_seed=int(s)) for s in spec.episode_seeds]
@@ -187,7 +205,12 @@ class RolloutPool:
     def map(self, specs: list[RolloutSpec]) -> list[list[Trajectory]]:
         if self._pool is None:
             return [run(s) for s in specs]
-        return self._pool.map(run, specs, chunksize=1)
+        res = self._pool.map_async(run, specs, chunksize=1)
+        while True:  # a wait with a timeout lets Ctrl-C through (a bare get() would not)
+            try:
+                return res.get(timeout=0.5)
+            except mp.TimeoutError:
+                continue
 
     def close(self) -> None:
         if self._pool is not None:

@@ -215,6 +215,8 @@ class Trainer:
 
     def save(self, name: str = "last.pt") -> None:
         ckpt.save(self.out / name, self._payload())
+        if name == "best.pt":  # what `hrl --checkpoint` needs, without the optimiser
+            ckpt.export_policy(self.out / name, self.out / "best-policy.pt")
 
     def _spec(self, wseed: int, episode_seeds: list[int], **kw: Any) -> RolloutSpec:
         return RolloutSpec(self.cfg.part, self.cfg.env_kwargs(), int(wseed), episode_seeds,
@@ -366,6 +368,7 @@ class Trainer:
                 self.save()
             last_ckpt = last_eval = time.time()
             if self.best_jct_s == math.inf:
+                self.elapsed_s = base_elapsed + time.time() - start  # the curve's first point is after BC
                 self.best_jct_s = self.evaluate()
                 self.save("best.pt")
                 self._metrics_eval()

@@ -6,6 +6,7 @@ with numpy over these arrays, never with a Python loop over GPUs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -23,7 +24,7 @@ class Topology:
     server_group: np.ndarray
     gpu_type: np.ndarray  # index into gpu_type_names
     gpu_type_names: tuple[str, ...]
-    gpu_speed: np.ndarray  # relative compute speed of each GPU
+    gpu_speed: np.ndarray  # the type's ratio of each GPU (same for every model; backends read type_speed)
     socket_cores: np.ndarray
     server_cores: np.ndarray
     server_mem_gb: np.ndarray
@@ -40,6 +41,8 @@ class Topology:
     switch_server: np.ndarray = field(init=False)
     server_gpus: np.ndarray = field(init=False)  # GPU count per server
     server_first_gpu: np.ndarray = field(init=False)
+    # model -> its speed on each GPU type (cluster.gpu_speed.model_speed), filled on demand
+    _type_speed: tuple[dict[str, int], np.ndarray] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         gs = self.switch_socket[self.gpu_switch]
@@ -50,6 +53,7 @@ class Topology:
         counts = np.bincount(self.gpu_server, minlength=self.n_servers)
         object.__setattr__(self, "server_gpus", counts)
         object.__setattr__(self, "server_first_gpu", np.concatenate([[0], np.cumsum(counts)[:-1]]))
+        object.__setattr__(self, "_type_speed", ({}, np.zeros((0, len(self.gpu_type_names)))))
         for name in ("gpu_switch", "switch_socket", "socket_server", "server_rack", "gpu_socket", "gpu_server"):
             getattr(self, name).setflags(write=False)
 
@@ -72,6 +76,40 @@ class Topology:
     @property
     def n_racks(self) -> int:
         return int(self.server_rack.max()) + 1
+
+    def type_speed(self, model: str) -> np.ndarray:
+        """Speed of ``model`` on each GPU type of the cluster (index as
+        ``gpu_type``), relative to a V100: ``cluster.gpu_speed.model_speed``,
+        the one source the performance backends read. ``gpu_speed`` is the
+        per-type ratio alone, the same for every model."""
+        k = self._speed_row(model)
+        return self._type_speed[1][k]
+
+    def _speed_row(self, model: str) -> int:
+        index, table = self._type_speed
+        k = index.get(model)
+        if k is None:
+            from hrlsched.cluster.gpu_speed import model_speed
+
+            row = [model_speed(model, t, self.spec.gpu_speed) for t in self.gpu_type_names]
+            table = np.vstack([table, row])
+            table.setflags(write=False)
+            k = index[model] = len(index)
+            object.__setattr__(self, "_type_speed", (index, table))
+        return k
+
+    def type_speeds(self, models: Sequence[str]) -> np.ndarray:
+        """(len(models), GPU types): ``type_speed`` of each model."""
+        index = self._type_speed[0]
+        try:
+            rows = [index[m] for m in models]
+        except KeyError:
+            rows = [self._speed_row(m) for m in models]
+        return self._type_speed[1][rows]  # read after _speed_row grew it
+
+    def model_gpu_speed(self, model: str) -> np.ndarray:
+        """Speed of ``model`` on each GPU."""
+        return self.type_speed(model)[self.gpu_type]
 
     def server_sockets(self, server: int) -> np.ndarray:
         return np.flatnonzero(self.socket_server == server)

@@ -20,7 +20,7 @@ class Placement:
 
     @classmethod
     def of(cls, gpus: object, ps_sockets: object = ()) -> Placement:
-        return cls(tuple(int(g) for g in np.atleast_1d(gpus)), tuple(int(s) for s in np.atleast_1d(ps_sockets)))
+        return cls(_ints(gpus), _ints(ps_sockets))
 
     @property
     def n_workers(self) -> int:
@@ -33,3 +33,11 @@ class Placement:
     def canonical(self) -> Placement:
         """Order-free form: two placements with the same sets compare equal."""
         return Placement(tuple(sorted(self.gpus)), tuple(sorted(self.ps_sockets)))
+
+
+def _ints(x: object) -> tuple[int, ...]:
+    if isinstance(x, np.ndarray) and x.ndim <= 1 and x.dtype.kind in "iu":
+        return tuple(x.ravel().tolist())  # the common cases (an index array, a tuple of ints) without numpy
+    if type(x) is tuple and all(type(v) is int for v in x):
+        return x
+    return tuple(int(v) for v in np.atleast_1d(x))

@@ -72,11 +72,89 @@ class _Occupancy(Occupancy):
         return self._profiles[job.model]
 
 
+class PlacementIndex:
+    """What the board needs of a placement, computed once per placement
+    (an episode sees the same placements again and again): its GPUs and
+    their servers, its PS servers, the links it crosses. A placement has a
+    handful of tasks, so this is Python over them, with the topology as lists."""
+
+    def __init__(self, topo: Topology, link_off: np.ndarray) -> None:
+        self.topo = topo
+        self.link_off = [int(x) for x in link_off]
+        self._switch = topo.gpu_switch.tolist()
+        self._socket = topo.gpu_socket.tolist()
+        self._server = topo.gpu_server.tolist()
+        self._sock_server = topo.socket_server.tolist()
+        self._rack = topo.server_rack.tolist()
+        self._nvlink = (np.broadcast_to(topo.nvlink_gbps, (topo.n_servers,)) > 0).tolist()
+        self._cache: dict[Placement, tuple] = {}
+
+    def clear(self) -> None:
+        self._cache.clear()
+
+    def get(self, pl: Placement) -> tuple:
+        """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
+        workers per such server, PSs per such server, PS sockets, links crossed;
+        as Python lists: (GPU, workers) pairs, (server, workers, PSs) triples)."""
+        v = self._cache.get(pl)
+        if v is None:
+            v = self._cache[pl] = self._make(pl)
+        return v
+
+    def _make(self, pl: Placement) -> tuple:
+        gpus, socks = pl.gpus, pl.ps_sockets
+        per_gpu: dict[int, int] = {}
+        per_srv_w: dict[int, int] = {}
+        per_srv_p: dict[int, int] = {}
+        for g in gpus:
+            per_gpu[g] = per_gpu.get(g, 0) + 1
+            v = self._server[g]
+            per_srv_w[v] = per_srv_w.get(v, 0) + 1
+        for x in socks:
+            v = self._sock_server[x]
+            per_srv_p[v] = per_srv_p.get(v, 0) + 1
+        srv = sorted(per_srv_w.keys() | per_srv_p.keys())
+        return (
+            np.array(gpus, dtype=np.int64), np.array(list(per_gpu), dtype=np.int64),
+            np.array(list(per_gpu.values()), dtype=np.int64), np.array(srv, dtype=np.int64),
+            np.array([per_srv_w.get(v, 0) for v in srv], dtype=np.int64),
+            np.array([per_srv_p.get(v, 0) for v in srv], dtype=np.int64),
+            np.array(socks, dtype=np.int64), self._links(gpus, socks),
+            list(per_gpu.items()), [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv],
+        )
+
+    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...]) -> np.ndarray:
+        """``crossed_links``, as a set of link indices (in another order)."""
+        off = self.link_off
+        switches = {self._switch[g] for g in gpus}
+        socks = [self._socket[g] for g in gpus] + list(ps)
+        servers = {self._sock_server[x] for x in socks}
+        out = [off[0] + g for g in set(gpus)]
+        if len(switches) > 1 or ps:
+            out += [off[1] + w for w in switches]
+        sockets_on: dict[int, int] = {}
+        for x in set(socks):
+            v = self._sock_server[x]
+            sockets_on[v] = sockets_on.get(v, 0) + 1
+        out += [off[2] + v for v, c in sockets_on.items() if c > 1]
+        if len(servers) > 1:
+            out += [off[3] + v for v in servers]
+            racks = {self._rack[v] for v in servers}
+            if len(racks) > 1:
+                out += [off[4] + r for r in racks]
+        workers_on: dict[int, int] = {}
+        for g in gpus:
+            v = self._server[g]
+            workers_on[v] = workers_on.get(v, 0) + 1
+        out += [off[5] + v for v, c in workers_on.items() if c > 1 and self._nvlink[v]]
+        return np.array(sorted(out), dtype=np.int64)
+
+
 class Board:
     """Room left and counts of what is decided at one decision point."""
 
     def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile],
-                 link_off: np.ndarray) -> None:
+                 link_off: np.ndarray, index: PlacementIndex | None = None) -> None:
         topo = view.topology
         self.topo = topo
         self.profiles = profiles
@@ -85,15 +163,75 @@ class Board:
         self.socket_ps = np.zeros(topo.n_sockets, dtype=np.int64)  # PSs decided on each socket
         self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
         self.link_off = link_off
+        self.index = index if index is not None else PlacementIndex(topo, link_off)
         self.version = 0  # bumped at each commitment (caches of feasibility key on it)
+        self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
+        g, _, _, _, _, _, s, links, _, _ = self.index.get(pl)
         self.occ.commit(job, pl)
-        np.add.at(self.gpu_workers, np.asarray(pl.gpus, dtype=np.int64), 1)
-        if pl.ps_sockets:
-            np.add.at(self.socket_ps, np.asarray(pl.ps_sockets, dtype=np.int64), 1)
-        self.link_jobs[crossed_links(self.topo, self.link_off, pl)] += 1
+        np.add.at(self.gpu_workers, g, 1)
+        if s.size:
+            np.add.at(self.socket_ps, s, 1)
+        self.link_jobs[links] += 1
         self.version += 1
 
+    def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:
+        """Commit the running jobs that keep their placements, all at once, if
+        they fit together (they do when the board is fresh: the engine ran
+        them together); False (nothing committed) otherwise."""
+        if not pls:
+            return True
+        occ, topo = self.occ, self.topo
+        idx = [self.index.get(pl) for pl in pls]
+        g = np.concatenate([x[0] for x in idx])
+        s = np.concatenate([x[6] for x in idx])
+        tasks = np.bincount(g, minlength=topo.n_gpus)
+        if np.any(tasks > occ.gpu_free):
+            return False
+        profs = [self.profiles[j.model] for j in jobs]
+        wl = np.array([x[0].size for x in idx])
+        pl_ = np.array([x[6].size for x in idx])
+        gs, ss = topo.gpu_server[g], topo.socket_server[s]
+        V = topo.n_servers
+        cores = np.bincount(gs, weights=np.repeat([p.worker_cores for p in profs], wl), minlength=V) \
+            + np.bincount(ss, weights=np.repeat([p.ps_cores for p in profs], pl_), minlength=V)
+        mem = np.bincount(gs, weights=np.repeat([p.worker_mem_gb for p in profs], wl), minlength=V) \
+            + np.bincount(ss, weights=np.repeat([p.ps_mem_gb for p in profs], pl_), minlength=V)
+        if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
+            return False
+        occ.gpu_free -= tasks  # as Occupancy.commit_many, with the loads just summed
+        occ.cores_free -= cores
+        occ.mem_free -= mem
+        occ.forget()
+        self.gpu_workers += tasks
+        self.socket_ps += np.bincount(s, minlength=topo.n_sockets)
+        self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)
+        self.version += 1
+        return True
+
+    def fits(self, job: Job, pl: Placement) -> bool:
+        """``Occupancy.fits``, looking only at the GPUs and servers ``pl`` uses."""
+        x = self.index.get(pl)
+        occ = self.occ
+        free = occ.gpu_free
+        for g, c in x[8]:
+            if free[g] < c:
+                return False
+        prof = self.profiles[job.model]
+        wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
+        cores, mem = occ.cores_free, occ.mem_free
+        ps = x[6].size > 0
+        for v, w, p in x[9]:
+            c, m = w * wc, w * wm
+            if ps:
+                c, m = c + p * pc, m + p * pm
+            if not (c <= cores[v] + 1e-9 and m <= mem[v] + 1e-9):
+                return False
+        return True
+
     def free_slots(self) -> int:
-        return int(np.count_nonzero(self.occ.gpu_free > 0))
+        """GPUs with a free slot."""
+        if self._free[0] != self.version:
+            self._free = (self.version, int(np.count_nonzero(self.occ.gpu_free > 0)))
+        return self._free[1]

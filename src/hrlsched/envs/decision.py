@@ -24,6 +24,9 @@ the job as first seen (remembered by ``job_id``).
 
 from __future__ import annotations
 
+import bisect
+import itertools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -35,7 +38,7 @@ from hrlsched.core.catalogue import ModelProfile, get_profile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs import features as F
-from hrlsched.envs.board import Board, link_layout
+from hrlsched.envs.board import Board, PlacementIndex, link_layout
 from hrlsched.envs.candidates import KEEP, WAIT, make_table
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.policies.base import Allocation, AllocationPolicy
@@ -70,7 +73,8 @@ class DecisionPoint:
 
     Use: ``reset(rng)`` once per episode; at each point ``begin(view)``, then,
     while the agent has a choice, ``observation()``/``mask()`` and ``act(a)``;
-    then ``decision()``.
+    then ``decision()``. Observations are fresh arrays (the caller may keep
+    or change them).
     """
 
     def __init__(
@@ -106,6 +110,7 @@ class DecisionPoint:
             raise ValueError(f"max_tasks_per_gpu: expected >= 1, got {max_tasks_per_gpu}")
         pol.max_tasks_per_gpu = self.max_tasks
         self.placement_policy = pol
+        self.feas = HeuristicFeasibility(pol)
         self.allocation_name = allocation
         if not self.agent_allocates and allocation not in ALLOCATIONS:
             raise ValueError(f"allocation: unknown policy {allocation!r}; expected one of {sorted(ALLOCATIONS)}")
@@ -122,8 +127,8 @@ class DecisionPoint:
                 raise ValueError(f"{name}: the cluster has {have}, more than {name}={cap}")
         if self.max_jobs < 1:
             raise ValueError(f"max_jobs: expected >= 1, got {self.max_jobs}")
-        self.table = make_table(worker_options, ps_options, topo.n_gpus)
-        self.n_cand = self.table.size if self.agent_allocates else 0
+        t = self.table = make_table(worker_options, ps_options, topo.n_gpus)
+        self.n_cand = t.size if self.agent_allocates else 0
         self.place_off = self.n_cand
         self.defer_action = self.place_off + self.max_gpus + self.max_sockets
         self.n_actions = self.n_cand + (self.max_gpus + self.max_sockets + 1 if self.agent_places else 0)
@@ -131,10 +136,35 @@ class DecisionPoint:
             self.max_jobs, self.max_gpus, self.max_links, self.n_actions,
             self.n_cand if self.agent_allocates else None, self.max_sockets,
         )
-        self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
-        self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
         self.skip_forced = bool(skip_forced)
         self.rescue_idle = bool(rescue_idle)
+        # What never changes: static observation parts, the menu's columns.
+        self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
+        self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
+        self._rows = F.Rows(topo, self.max_gpus, self.max_sockets, self.max_tasks)
+        self._gm = np.zeros(self.max_gpus, dtype=np.int8)
+        self._gm[: topo.n_gpus] = 1
+        self._sm = np.zeros(self.max_sockets, dtype=np.int8)
+        self._sm[: topo.n_sockets] = 1
+        self._lm = np.zeros(self.max_links, dtype=np.int8)
+        self._lm[:n_links] = 1
+        self._tw, self._tp = t.workers.astype(float), t.ps.astype(float)
+        self._ta, self._tm = (t.arch == 0).astype(float), (t.mode == 1).astype(float)
+        self._min_workers = int(t.workers[t.workers > 0].min())
+        cs = np.zeros((t.size, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
+        cs[WAIT, 1] = 1.0
+        cs[KEEP, 2] = 1.0
+        cs[:, 3] = self._tw / F.WORKER_SCALE  # wait and keep: 0 (keep's are the job's own)
+        cs[:, 4] = self._tp / F.WORKER_SCALE
+        cs[:, 5] = self._ta
+        cs[:, 6] = self._tm
+        self._cand_static = cs
+        self._no_restart = np.zeros(t.size)
+        self._restart_sets: dict[tuple, np.ndarray] = {}
+        self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
+        self._slot_sets: dict[tuple, np.ndarray] = {}
+        self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
+        self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
         self._mask = np.zeros(self.n_actions, dtype=np.int8)
@@ -151,7 +181,11 @@ class DecisionPoint:
             self.alloc_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
         self.profiles: dict[str, ModelProfile] = {}
         self.base_jobs: dict[int, Job] = {}
+        self._variants: dict[tuple[int, str, str], Job] = {}
         self._speed_cache: dict[tuple, float] = {}
+        self._facts: dict[tuple, tuple[float, ...]] = {}
+        self._slot_speed: dict[tuple[int, int], np.ndarray] = {}
+        self._index.clear()
         self.decisions = 0  # decision() calls since reset
         self.rescues = 0
         self.view = None
@@ -165,10 +199,9 @@ class DecisionPoint:
         for job in view.jobs:
             if job.job_id not in bases:
                 bases[job.job_id] = job
-            if job.model not in profiles:
-                profiles[job.model] = get_profile(job.model, view.catalogue)
-        self.board = Board(view, self.max_tasks, profiles, self.link_off)
-        self.feas = HeuristicFeasibility(self.placement_policy)
+                if job.model not in profiles:
+                    profiles[job.model] = get_profile(job.model, view.catalogue)
+        self.board = Board(view, self.max_tasks, profiles, self.link_off, self._index)
         n = min(len(view.jobs), self.max_jobs)
         self.n_dec = n
         self.k = -1  # job being decided
@@ -177,21 +210,20 @@ class DecisionPoint:
         self.placements: dict[int, Placement] = {}
         self.arch: dict[int, str] = {}
         self.mode: dict[int, str] = {}
-        self.chosen = np.zeros(self.max_jobs)
-        self.decided = np.zeros(self.max_jobs)
-        self._jobs_m = self._job_matrix(view, n)
-        util = F.link_utilisation(view.perf, view, self.n_links)
-        self._links_m = self._links_static.copy()
-        if util is not None:
-            self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
-        self._gpus_m = np.zeros((self.max_gpus, len(F.GPU_FEATURES)), dtype=np.float32)
-        self._socks_m = np.zeros((self.max_sockets, len(F.SOCKET_FEATURES)), dtype=np.float32)
-        self._gpus_dirty = True
+        self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
+        self._decided = np.zeros(self.max_jobs)
+        self._chosen = np.zeros(self.max_jobs)  # workers chosen
+        self._prepared = False  # the point's share of the observation: made at its first observation
+        self._rows_dirty = True
+        self._cluster_board: tuple[int, tuple[float, ...]] = (-1, ())
+        self._links_version = -1
+        self._servers: dict[tuple[int, str], np.ndarray] = {}  # servers spanned per slot, by (board version, model)
         # Level-2 only: the heuristic allocations, in priority order; kept jobs committed first.
         self.queue: list[tuple[int, Allocation]] = []
         if not self.agent_allocates:
             assert self.alloc_policy is not None
             allocs = self.alloc_policy.allocate(view)
+            todo: list[tuple[int, Job, Placement | None, Allocation]] = []  # (job, its placement if kept, allocation)
             for jid, al in allocs.items():
                 k = view.index(jid)
                 if k >= n or al.workers < 1:
@@ -199,47 +231,74 @@ class DecisionPoint:
                 job = self._effective(k, al.arch, al.mode)
                 pl = view.placements[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
-                if pl is not None and job is view.jobs[k] and pl.n_workers == al.workers and pl.n_ps == nps \
-                        and self.board.occ.fits(job, pl):
-                    self._commit(k, job, pl)
-                else:
-                    self.queue.append((k, Allocation(al.workers, nps, None, job.arch, job.mode)))
+                keep = pl is not None and job is view.jobs[k] and pl.n_workers == al.workers and pl.n_ps == nps
+                todo.append((k, job, pl if keep else None, Allocation(al.workers, nps, None, job.arch, job.mode)))
+            kept = [(job, pl) for _, job, pl, _ in todo if pl is not None]
+            if self.board.commit_kept([j for j, _ in kept], [pl for _, pl in kept]):  # the usual case
+                for job, pl in kept:
+                    self._record(job, pl)
+                self.queue = [(k, al) for k, _, pl, al in todo if pl is None]
+            else:  # one after the other; a kept job that no longer fits is placed anew
+                for k, job, pl, al in todo:
+                    if pl is not None and self.board.fits(job, pl):
+                        self._commit(k, job, pl)
+                    else:
+                        self.queue.append((k, al))
         return self._next_choice()
+
+    def _prepare(self) -> None:
+        """What the observations of a point share (skipped at points with no choice)."""
+        view, n = self.view, self.n_dec
+        assert view is not None
+        self._jobs_m = self._job_matrix(view, n)
+        self._jm = np.zeros(self.max_jobs, dtype=np.int8)
+        self._jm[:n] = 1
+        util = F.link_utilisation(view.perf, view, self.n_links)
+        self._links_m = self._links_static.copy()
+        if util is not None:
+            self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
+        self._rows.point(view)
+        self._rows_dirty = True
+        self._cluster_point = (
+            float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
+            sum(p is None for p in view.placements) / self.max_jobs,
+            float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus,
+        )
+        self._prepared = True
 
     def observation(self) -> dict[str, np.ndarray]:
         """The observation of the current choice (see ``features``)."""
         view = self.view
         assert view is not None, "DecisionPoint: begin(view) first"
-        topo = self.topo
+        if not self._prepared:
+            self._prepare()
+        board = self.board
+        if self._rows_dirty:
+            self._rows.rewrite(board, self.part)
+            self._rows_dirty = False
+        if self._links_version != board.version:
+            self._links_m[: self.n_links, -1] = board.link_jobs / 4.0
+            self._links_version = board.version
+        n, k = self.n_dec, self.k
         jobs = self._jobs_m.copy()
-        n = self.n_dec
+        jobs[:, 2] = self._decided
+        jobs[:, 3] = self._chosen / F.WORKER_SCALE
         cur = np.zeros(self.max_jobs, dtype=np.int8)
-        if 0 <= self.k < n:
-            cur[self.k] = 1
-        jobs[:, 1] = cur
-        jobs[:, 2] = self.decided
-        jobs[:, 3] = self.chosen / F.WORKER_SCALE
-        if self._gpus_dirty:
-            F.gpu_rows(self._gpus_m, topo, self.board, view, self.max_tasks, self.part)
-            F.socket_rows(self._socks_m, topo, self.board, self.part)
-            self._gpus_dirty = False
-        jm = np.zeros(self.max_jobs, dtype=np.int8)
-        jm[:n] = 1
-        gm = np.zeros(self.max_gpus, dtype=np.int8)
-        gm[: topo.n_gpus] = 1
-        sm = np.zeros(self.max_sockets, dtype=np.int8)
-        sm[: topo.n_sockets] = 1
-        lm = np.zeros(self.max_links, dtype=np.int8)
-        lm[: self.n_links] = 1
-        occ = self.board.occ
-        cluster = np.array([
-            np.log1p(view.time_s / F.HOUR), len(view.jobs) / self.max_jobs,
-            float(np.count_nonzero(~view.running)) / self.max_jobs,
-            self.board.free_slots() / topo.n_gpus, float(np.count_nonzero(view.gpu_tasks == 0)) / topo.n_gpus,
-            occ.cores_free.sum() / max(topo.server_cores.sum(), 1e-9),
-            occ.mem_free.sum() / max(topo.server_mem_gb.sum(), 1e-9),
-            max(n - self.k, 0) / self.max_jobs, np.log1p(self.decisions),
-        ], dtype=np.float32)
+        if 0 <= k < n:
+            cur[k] = 1
+            jobs[k, 1] = 1.0
+        if self._cluster_board[0] != board.version:
+            topo, occ = self.topo, board.occ
+            self._cluster_board = (board.version, (
+                board.free_slots() / topo.n_gpus,
+                occ.cores_free.sum() / max(topo.server_cores.sum(), 1e-9),
+                occ.mem_free.sum() / max(topo.server_mem_gb.sum(), 1e-9),
+            ))
+        t_h, active, queued, idle = self._cluster_point
+        free, cores, mem = self._cluster_board[1]
+        cluster = np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
+                            np.log1p(self.decisions)],
+                           dtype=np.float32)
         ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
         part = self.part
         if part is None:
@@ -250,13 +309,16 @@ class DecisionPoint:
             ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
             ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
         obs = {
-            "jobs": jobs, "job_mask": jm, "gpus": self._gpus_m.copy(), "gpu_mask": gm,
-            "gpu_groups": self._gpu_groups.copy(), "sockets": self._socks_m.copy(), "socket_mask": sm,
-            "links": self._links_m.copy(), "link_mask": lm, "cluster": cluster, "context": ctx,
-            "current_job": cur, "action_mask": self._mask.copy(),
+            "jobs": jobs, "job_mask": self._jm.copy(), "gpus": self._rows.gpus.copy(), "gpu_mask": self._gm.copy(),
+            "gpu_groups": self._gpu_groups.copy(), "sockets": self._rows.sockets.copy(),
+            "socket_mask": self._sm.copy(), "links": self._links_m.copy(), "link_mask": self._lm.copy(),
+            "cluster": cluster, "context": ctx, "current_job": cur, "action_mask": self._mask.copy(),
         }
         if self.agent_allocates:
-            obs["candidates"] = self._candidate_matrix()
+            if self.phase == ALLOCATE and 0 <= k < n:
+                obs["candidates"] = self._candidate_matrix()
+            else:
+                obs["candidates"] = np.zeros((self.n_cand, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
         return obs
 
     def mask(self) -> np.ndarray:
@@ -299,37 +361,75 @@ class DecisionPoint:
 
     # ------------------------------------------------------------ internals
     def _effective(self, k: int, arch: str | None, mode: str | None) -> Job:
+        """Job ``k`` with ``arch``/``mode`` where it leaves them open (made once per episode)."""
         cur = self.view.jobs[k]  # type: ignore[union-attr]
         base = self.base_jobs[cur.job_id]
         a = arch if arch is not None and base.arch_open else cur.arch
         m = mode if mode is not None and base.mode_open else cur.mode
-        return effective_job(base, a, m) if (a, m) != (cur.arch, cur.mode) else cur
+        if (a, m) == (cur.arch, cur.mode):
+            return cur
+        key = (cur.job_id, a, m)
+        job = self._variants.get(key)
+        if job is None:
+            job = self._variants[key] = effective_job(base, a, m)
+        return job
+
+    def _slot_job(self, k: int, c: int) -> Job:
+        t = self.table
+        return self._effective(k, ARCHS[t.arch[c]], MODES[t.mode[c]])
 
     def _next_choice(self) -> bool:
         """Move to the next job that needs the agent; False when the point is done."""
         view = self.view
         assert view is not None
         if self.agent_allocates:
+            decided, n = self._decided, self.n_dec
             while True:
                 self.k += 1
-                if self.k >= self.n_dec:
+                k = self.k
+                if k >= n:
                     return False
                 self.phase = ALLOCATE
-                self._cand_mask()
-                if not self.skip_forced or self._mask[1:].any():
-                    self._gpus_dirty = True
+                if self.skip_forced:
+                    if self.board.free_slots() == 0:  # a full board: only running jobs may choose (keep)
+                        i = bisect.bisect_left(self._running, k)
+                        r = self._running[i] if i < len(self._running) else n
+                        if r > k:
+                            decided[k:r] = 1.0
+                            self.k = k = r
+                            if k >= n:
+                                return False
+                    if self._forced(k):
+                        decided[k] = 1.0
+                        continue
+                self._cand_mask(k)
+                if not self.skip_forced or np.count_nonzero(self._valid) > 1:  # more than wait
                     return True
-                self.decided[self.k] = 1.0
+                decided[k] = 1.0
         while self.queue:
             k, al = self.queue.pop(0)
             self.k = k
             job = self._effective(k, al.arch, al.mode)
-            if self.feas.place(view, self.board, job, al.workers, al.ps) is None:
+            if not self._placeable(job, al.workers, al.ps):
                 continue  # cannot be placed now: it waits
             self._begin_place(job, al.workers, al.ps)
-            self._gpus_dirty = True
             return True
         return False
+
+    def _forced(self, k: int) -> bool:
+        """Job ``k`` surely has no choice but to wait: no room for its
+        smallest worker count, and it cannot keep its placement."""
+        job = self.view.jobs[k]  # type: ignore[union-attr]
+        if self.feas.worker_room(self.board, job) >= self._min_workers:
+            return False
+        pl = self.view.placements[k]  # type: ignore[union-attr]
+        return pl is None or not self.board.fits(job, pl)
+
+    def _placeable(self, job: Job, w: int, p: int) -> bool:
+        ok, ask = self.feas.sure(self.board, job, np.array([w]), np.array([p]))
+        if ok[0]:
+            return True
+        return bool(ask.size) and self.feas.place(self.view, self.board, job, w, p) is not None  # type: ignore[arg-type]
 
     def _rescue_idle(self) -> None:
         """An empty decision with decision points at events would leave the
@@ -347,85 +447,95 @@ class DecisionPoint:
                     return
 
     # -------------------------------------------------------- allocation
-    def _cand_mask(self) -> None:
-        """Mask and features of the candidates of job ``k``."""
-        view, k, t = self.view, self.k, self.table
+    def _slots(self, cur: Job, base: Job) -> np.ndarray:
+        """The menu's slots open to a job (its architecture and mode, or any where open)."""
+        key = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        v = self._slot_sets.get(key)
+        if v is None:
+            t = self.table
+            v = self._slot_sets[key] = np.flatnonzero(
+                (t.workers > 0) & ~t.duplicate
+                & ((t.arch == ARCHS.index(cur.arch)) | base.arch_open)
+                & ((t.mode == MODES.index(cur.mode)) | base.mode_open)
+            )
+        return v
+
+    def _cand_mask(self, k: int) -> None:
+        """Mask of the candidates of job ``k``."""
+        view, t, board, feas = self.view, self.table, self.board, self.feas
         assert view is not None
         cur = view.jobs[k]
         base = self.base_jobs[cur.job_id]
-        K = t.size
-        valid = np.zeros(K, dtype=bool)
+        valid = np.zeros(t.size, dtype=bool)
         valid[WAIT] = True
-        pls: list[Placement | None] = [None] * K
         cur_pl = view.placements[k]
-        if cur_pl is not None and self.board.occ.fits(cur, cur_pl):
+        if cur_pl is not None and board.fits(cur, cur_pl):
             valid[KEEP] = True
-            pls[KEEP] = cur_pl
-        slots = np.flatnonzero(
-            (t.workers > 0) & ~t.duplicate
-            & ((t.arch == ARCHS.index(cur.arch)) | base.arch_open)
-            & ((t.mode == MODES.index(cur.mode)) | base.mode_open)
-        )
-        room = self.feas.worker_room(self.board, cur)  # workers use the same resources in every variant
-        slots = slots[t.workers[slots] <= room]
-        jobs: dict[tuple[int, int], Job] = {}
-        for c in slots.tolist():
-            key = (int(t.arch[c]), int(t.mode[c]))
-            job = jobs.get(key)
-            if job is None:
-                job = jobs[key] = self._effective(k, ARCHS[key[0]], MODES[key[1]])
-            pl = self.feas.place(view, self.board, job, int(t.workers[c]), int(t.ps[c]))
-            if pl is not None:
-                valid[c] = True
-                pls[c] = pl
-        self._cand_pls = pls
-        self._cand_jobs = jobs
+        # The slots the rules decide depend on the job's menu, the room and the PS room only.
+        room = feas.worker_room(board, cur)  # workers use the same resources in every variant
+        key = (cur.arch, cur.mode, base.arch_open, base.mode_open, room,
+               *(feas.ps_room(board, cur) if feas.fill else ()))
+        v = self._slot_rules.get(key)
+        if v is None:
+            slots = self._slots(cur, base)
+            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if feas.fill else (0.0, 0.0)))
+            v = self._slot_rules[key] = (slots[ok], slots[ask].tolist())
+        valid[v[0]] = True
+        for c in v[1]:
+            job = self._slot_job(k, c)
+            valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+        self._valid = valid
         m = np.zeros(self.n_actions, dtype=np.int8)
-        m[:K] = valid
+        m[: t.size] = valid
         self._mask = m
 
     def _choose_candidate(self, c: int) -> None:
         view, k, t = self.view, self.k, self.table
         assert view is not None
-        self.decided[k] = 1.0
+        self._decided[k] = 1.0
         if c == WAIT:
             return
+        cur_pl = view.placements[k]
         if c == KEEP:
-            job, pl = view.jobs[k], self._cand_pls[KEEP]
-            assert pl is not None
-            self.chosen[k] = pl.n_workers
-            self._commit(k, job, pl)
+            assert cur_pl is not None
+            self._chosen[k] = cur_pl.n_workers
+            self._commit(k, view.jobs[k], cur_pl)
             return
-        job = self._cand_jobs[(int(t.arch[c]), int(t.mode[c]))]
+        job = self._slot_job(k, c)
         w, p = int(t.workers[c]), int(t.ps[c])
-        self.chosen[k] = w
+        self._chosen[k] = w
         if self.agent_places:
             self._begin_place(job, w, p)
             return
-        pl = self._cand_pls[c]
-        assert pl is not None
-        cur_pl = view.placements[k]
         if cur_pl is not None and job is view.jobs[k] and cur_pl.n_workers == w and cur_pl.n_ps == p \
-                and self.board.occ.fits(job, cur_pl):
-            pl = cur_pl  # the same allocation: stay in place, no restart
+                and self.board.fits(job, cur_pl):
+            pl: Placement | None = cur_pl  # the same allocation: stay in place, no restart
+        else:
+            pl = self.feas.place(view, self.board, job, w, p)
+        if pl is None:
+            raise RuntimeError(f"job {job.job_id}: candidate {c} ({w} workers, {p} PS) was allowed, but the "
+                               f"{self.placement_policy.name} placement cannot place it (a mask bug)")
         self._commit(k, job, pl)
 
     def _commit(self, k: int, job: Job, pl: Placement) -> None:
-        jid = job.job_id
         self.board.commit(job, pl)
+        self._record(job, pl)
+
+    def _record(self, job: Job, pl: Placement) -> None:
+        """A committed placement: into the decision, the link and GPU rows."""
+        jid = job.job_id
         self.placements[jid] = pl
         base = self.base_jobs[jid]
         if base.arch_open:
             self.arch[jid] = job.arch
         if base.mode_open:
             self.mode[jid] = job.mode
-        self._links_m[: self.n_links, -1] = self.board.link_jobs / 4.0
-        self._gpus_dirty = True
+        self._rows_dirty = True
 
     # --------------------------------------------------------- placement
     def _begin_place(self, job: Job, w: int, p: int) -> None:
         self.phase = PLACE
-        self.part = PartialPlacement(self.board, job, w, p)
+        self.part = PartialPlacement(self.board, job, w, p)  # the rows do not change: no task of it yet
         self._place_mask()
 
     def _place_mask(self) -> None:
@@ -438,29 +548,34 @@ class DecisionPoint:
             m[o:o + G] = part.gpu_mask()
         else:
             m[o + self.max_gpus:o + self.max_gpus + S] = part.socket_mask()
-        if not m.any():
+        if not np.count_nonzero(m):
             m[self.defer_action] = 1  # a dead end: the job waits
         self._mask = m
 
     def _place_task(self, a: int) -> None:
         part = self.part
         assert part is not None
-        self._gpus_dirty = True
+        k = self.k
         if a == self.defer_action:
             self.part = None
-            self.chosen[self.k] = 0.0
-            self.decided[self.k] = 1.0
+            self._decided[k] = 1.0
+            self._chosen[k] = 0.0
+            self._rows_dirty = True
             return
         o = self.place_off
         if part.placing_worker:
             part.place_worker(a - o)
+            if not self._rows_dirty:
+                self._rows.worker(part, a - o)
         else:
             part.place_ps(a - o - self.max_gpus)
+            if not self._rows_dirty:
+                self._rows.ps(part, a - o - self.max_gpus)
         if part.complete:
             self.part = None
-            self._commit(self.k, part.job, part.placement())
-            self.chosen[self.k] = part.n_workers
-            self.decided[self.k] = 1.0
+            self._commit(k, part.job, part.placement())
+            self._decided[k] = 1.0
+            self._chosen[k] = part.n_workers
             return
         self._place_mask()
 
@@ -497,23 +612,38 @@ class DecisionPoint:
             self._speed_cache[key] = v
         return v
 
+    def _job_facts(self, job: Job, key: tuple) -> tuple[float, ...]:
+        """What the job matrix needs of a job that does not move while its
+        allocation stays (``key``: job, architecture, mode, batch size,
+        workers, PSs): its workers and PSs; predicted speeds alone at its
+        request, with one more worker and at its current allocation; its
+        profile and choices."""
+        _, _, _, bs, w0, p0 = key
+        p1 = max(p0, 1) if job.arch == "ps" else 0
+        prof, base = self.profiles[job.model], self.base_jobs[job.job_id]
+        v = self._facts[key] = (
+            w0, p0,
+            self._speed(job, job.requested_gpus, job.num_ps_requested, bs),
+            self._speed(job, w0 + 1, p1, bs) if w0 + 1 <= self.topo.n_gpus else 0.0,
+            self._speed(job, w0, p1, bs),
+            prof.params_mb / 1000.0, prof.sample_time_s * 1000.0, job.requested_gpus / F.WORKER_SCALE,
+            job.arch == "ps", job.mode == "async", base.arch_open, base.mode_open,
+        )
+        return v
+
     def _job_matrix(self, view: ClusterView, n: int) -> np.ndarray:
         out = np.zeros((self.max_jobs, len(F.JOB_FEATURES)), dtype=np.float32)
         if n == 0:
             return out
-        jobs = view.jobs[:n]
-        bs = view.batch_sizes[:n]
-        cw = np.array([0 if p is None else p.n_workers for p in view.placements[:n]], dtype=float)
-        cp = np.array([0 if p is None else p.n_ps for p in view.placements[:n]], dtype=float)
-        req = np.array([self._speed(j, j.requested_gpus, j.num_ps_requested, int(b)) for j, b in zip(jobs, bs)])
-        w0 = cw.astype(int)
-        ps1 = [max(int(p), 1) if j.arch == "ps" else 0 for j, p in zip(jobs, cp)]
-        more = np.array([self._speed(j, int(w) + 1, p, int(b)) if w + 1 <= self.topo.n_gpus else 0.0
-                         for j, w, p, b in zip(jobs, w0, ps1, bs)])
-        now = np.array([self._speed(j, int(w), p, int(b)) for j, w, p, b in zip(jobs, w0, ps1, bs)])
-        req = np.maximum(req, 1e-12)
-        profs = [self.profiles[j.model] for j in jobs]
-        base = [self.base_jobs[j.job_id] for j in jobs]
+        cache, rows = self._facts, []
+        for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
+            key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
+                (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
+            r = cache.get(key)
+            rows.append(r if r is not None else self._job_facts(j, key))
+        facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=12 * n).reshape(n, 12)
+        cw, cp = facts[:, 0], facts[:, 1]
+        req = np.maximum(facts[:, 2], 1e-12)
         prog, rem = view.progress[:n], view.remaining[:n]
         o = out[:n]
         o[:, 0] = 1.0
@@ -524,67 +654,90 @@ class DecisionPoint:
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)
         o[:, 10] = view.speed[:n] / req
-        o[:, 11] = (more - now) / req
-        o[:, 12] = [p.params_mb / 1000.0 for p in profs]
-        o[:, 13] = [p.sample_time_s * 1000.0 for p in profs]
-        o[:, 14] = [j.requested_gpus / F.WORKER_SCALE for j in jobs]
-        o[:, 15] = [j.arch == "ps" for j in jobs]
-        o[:, 16] = [j.mode == "async" for j in jobs]
-        o[:, 17] = [b.arch_open for b in base]
-        o[:, 18] = [b.mode_open for b in base]
+        o[:, 11] = (facts[:, 3] - facts[:, 4]) / req
+        o[:, 12:19] = facts[:, 5:]
         o[:, 19] = np.log1p(view.restarts[:n])
         o[:, 20] = np.log1p(view.attained_gpu_s[:n] / F.HOUR)
         self._req_speed = req
         return np.clip(out, -F.BIG, F.BIG)
 
+    def _slot_speeds(self, k: int, valid: np.ndarray) -> np.ndarray:
+        """Predicted speed alone of job ``k`` at each valid slot but wait and keep
+        (one vector per job and batch size, filled as slots become valid)."""
+        view, t = self.view, self.table
+        assert view is not None
+        jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
+        vec = self._slot_speed.get((jid, bs))
+        if vec is None:
+            vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
+            vec[:2] = 0.0  # wait, keep: set apart
+        sp = np.where(valid, vec, 0.0)
+        if np.count_nonzero(sp != sp):  # NaN: a slot valid for the first time
+            for c in np.flatnonzero(sp != sp).tolist():
+                sp[c] = vec[c] = self._speed(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs)
+        return sp
+
     def _candidate_matrix(self) -> np.ndarray:
         t, view, k = self.table, self.view, self.k
         assert view is not None
-        out = np.zeros((t.size, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
-        if self.phase != ALLOCATE or k >= self.n_dec:
-            return out
-        valid = self._mask[: t.size].astype(bool)
+        valid = self._valid
         cur = view.jobs[k]
-        bs = int(view.batch_sizes[k])
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
-        w = t.workers.astype(float).copy()
-        p = t.ps.astype(float).copy()
-        a = (t.arch == 0).astype(float)
-        m = (t.mode == 1).astype(float)
-        if cur_pl is not None:
-            w[KEEP], p[KEEP] = cur_pl.n_workers, cur_pl.n_ps
-            a[KEEP], m[KEEP] = cur.arch == "ps", cur.mode == "async"
-        sp = np.zeros(t.size)
-        servers = np.zeros(t.size)
-        for c in np.flatnonzero(valid).tolist():
-            if c == WAIT:
-                continue
-            if c == KEEP:
-                sp[c] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, int(w[c]), int(p[c]), bs)
-            else:
-                job = self._cand_jobs[(int(t.arch[c]), int(t.mode[c]))]
-                sp[c] = self._speed(job, int(w[c]), int(p[c]), bs)
-            pl = self._cand_pls[c]
-            if pl is not None:
-                servers[c] = np.unique(self.topo.gpu_server[list(pl.gpus)]).size
+        out = self._cand_static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
         out[:, 0] = valid
-        out[WAIT, 1] = 1.0
-        out[KEEP, 2] = 1.0
-        out[:, 3] = w / F.WORKER_SCALE
-        out[:, 4] = p / F.WORKER_SCALE
-        out[:, 5] = a
-        out[:, 6] = m
-        out[:, 7] = sp / max(req, 1e-12)
-        with np.errstate(divide="ignore"):
-            out[:, 8] = np.where(sp > 0, np.log1p(rem / np.maximum(sp, 1e-12) / F.HOUR), 0.0)
-        restart = (w != (0 if cur_pl is None else cur_pl.n_workers)) | (p != (0 if cur_pl is None else cur_pl.n_ps))
-        restart |= (a != (cur.arch == "ps")) | (m != (cur.mode == "async"))
-        out[:, 9] = restart & (cur_pl is not None)
-        out[WAIT, 9] = cur_pl is not None
-        out[KEEP, 9] = 0.0
-        out[:, 10] = servers / 4.0
-        out[:, 11] = w / max(self.board.free_slots(), 1)
-        out[~valid] = 0.0
-        return np.clip(out, -F.BIG, F.BIG)
+        sp = self._slot_speeds(k, valid)
+        free = max(self.board.free_slots(), 1)
+        skey = (self.board.version, cur.model)
+        servers = self._servers.get(skey)
+        if servers is None:
+            servers = self.feas.servers(self.board, cur, t.workers)
+            if servers is not None:
+                if len(self._servers) > 64:
+                    self._servers.clear()
+                self._servers[skey] = servers
+        if servers is None:
+            servers = np.zeros(t.size)
+            for c in np.flatnonzero(valid[2:]).tolist():
+                pl = self.feas.place(view, self.board, self._slot_job(k, c + 2), int(t.workers[c + 2]),
+                                     int(t.ps[c + 2]))
+                assert pl is not None
+                servers[c + 2] = np.count_nonzero(self._index.get(pl)[4])
+        out[:, 10] = servers
+        out[WAIT, 10] = 0.0
+        share = self._share.get(free)
+        if share is None:
+            share = self._share[free] = self._tw / free
+        out[:, 11] = share
+        if valid[KEEP]:
+            assert cur_pl is not None
+            cw, cp = cur_pl.n_workers, cur_pl.n_ps
+            out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
+            sp[KEEP] = float(view.speed[k]) if view.speed[k] > 0 else self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+            out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
+            out[KEEP, 11] = cw / free
+        # speed over the request, hours to finish: on the valid slots only (a handful)
+        req = max(req, 1e-12)
+        idx = np.flatnonzero(valid).tolist()
+        sv = sp[idx].tolist()
+        out[idx, 7] = [x / req for x in sv]
+        out[idx, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
+        out[:, 9] = self._restarts(cur, cur_pl)
+        out[:, 10] /= 4.0
+        out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)
+        np.minimum(out, F.BIG, out=out)
+        return out
+
+    def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
+        """Which slots would restart the job (wait: preempt a running job; keep: never)."""
+        if cur_pl is None:
+            return self._no_restart
+        key = (cur_pl.n_workers, cur_pl.n_ps, cur.arch == "ps", cur.mode == "async")
+        v = self._restart_sets.get(key)
+        if v is None:
+            cw, cp, ca, cm = key
+            v = ((self._tw != cw) | (self._tp != cp) | (self._ta != ca) | (self._tm != cm)).astype(float)
+            v[WAIT], v[KEEP] = 1.0, 0.0
+            v = self._restart_sets[key] = v
+        return v

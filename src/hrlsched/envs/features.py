@@ -96,16 +96,18 @@ def link_utilisation(perf: object, view: ClusterView, n_links: int) -> np.ndarra
     """Each physical link's load over its capacity (the busier direction),
     from the analytic model's traffic of the running jobs at their measured
     speeds; None when the model exposes no traffic."""
-    traffic = getattr(perf, "traffic", None)
+    traffic = getattr(perf, "traffic_many", None)
     capacity = getattr(perf, "capacity", None)
     if traffic is None or capacity is None or getattr(perf, "n_links", -1) != n_links:
         return None
-    load = np.zeros(2 * n_links)
-    for job, pl, sp, bs in zip(view.jobs, view.placements, view.speed, view.batch_sizes):
-        if pl is None or sp <= 0:
-            continue
-        links, nbytes = traffic(job, pl, int(bs))
-        load += np.bincount(links, weights=nbytes * (sp / bs), minlength=2 * n_links)
+    run = [i for i, (pl, sp) in enumerate(zip(view.placements, view.speed.tolist())) if pl is not None and sp > 0]
+    if not run:
+        return np.zeros(n_links)
+    bs = view.batch_sizes[run]
+    rows = traffic([view.jobs[i] for i in run], [view.placements[i] for i in run], bs)
+    rate = view.speed[run] / bs
+    load = np.bincount(np.concatenate([r[0] for r in rows]),
+                       weights=np.concatenate([r[1] * x for r, x in zip(rows, rate.tolist())]), minlength=2 * n_links)
     u = load / capacity
     return np.maximum(u[:n_links], u[n_links:])
 
@@ -117,70 +119,100 @@ def gpu_groups(topo: Topology, max_gpus: int) -> np.ndarray:
     return out
 
 
-def socket_rows(out: np.ndarray, topo: Topology, board: Board, part: PartialPlacement | None) -> None:
-    """Rewrite the socket matrix ``out`` (padded rows stay zero): PSs and
-    workers decided on each socket, its server's room, the job being placed's
-    own tasks there."""
-    S, V = topo.n_sockets, topo.n_servers
-    ss = topo.socket_server
-    occ = board.occ
-    cores = occ.cores_free if part is None else part.cores_left
-    mem = occ.mem_free if part is None else part.mem_left
-    per_so = np.maximum(np.bincount(topo.gpu_socket, minlength=S), 1).astype(float)
-    wk = np.bincount(topo.gpu_socket, weights=board.gpu_workers.astype(float), minlength=S)
-    own_w = np.zeros(S)
-    own_p = np.zeros(S)
-    if part is not None:
-        if part.gpus:
-            own_w = np.bincount(topo.gpu_socket[part.gpus], minlength=S).astype(float)
-        if part.sockets:
-            own_p = np.bincount(np.asarray(part.sockets), minlength=S).astype(float)
-    own_srv = np.bincount(ss, weights=own_w + own_p, minlength=V)
-    o = out[:S]
-    o[:, 0] = 1.0
-    o[:, 1] = board.socket_ps / 4.0
-    o[:, 2] = np.bincount(ss, weights=board.socket_ps.astype(float), minlength=V)[ss] / 4.0
-    o[:, 3] = wk / per_so
-    o[:, 4] = (cores / np.maximum(topo.server_cores, 1e-9))[ss]
-    o[:, 5] = (mem / np.maximum(topo.server_mem_gb, 1e-9))[ss]
-    o[:, 6] = own_w / per_so
-    o[:, 7] = own_srv[ss] / WORKER_SCALE
-    o[:, 8] = own_p / 4.0
+class Rows:
+    """The GPU and socket matrices of a decision point (padded rows stay
+    zero): ``rewrite`` recomputes them from the board and the job being
+    placed (``part``: its own tasks so far, and the room it leaves);
+    ``worker``/``ps`` update only the rows that one more task of ``part``
+    changes (its GPU, its server's GPUs and sockets, its switch's GPUs), to
+    the same values."""
 
+    def __init__(self, topo: Topology, max_gpus: int, max_sockets: int, max_tasks: int) -> None:
+        self.topo = topo
+        self.max_tasks = max_tasks
+        G, S, V = topo.n_gpus, topo.n_sockets, topo.n_servers
+        self.per_sw = np.bincount(topo.gpu_switch, minlength=topo.n_switches).astype(float)
+        self.per_so_g = np.bincount(topo.gpu_socket, minlength=S).astype(float)  # GPUs per socket
+        self.per_so = np.maximum(self.per_so_g, 1)
+        self.per_sv = np.maximum(topo.server_gpus, 1).astype(float)
+        self.cores_cap = np.maximum(topo.server_cores, 1e-9)
+        self.mem_cap = np.maximum(topo.server_mem_gb, 1e-9)
+        self.switch_gpus = [np.flatnonzero(topo.gpu_switch == w) for w in range(topo.n_switches)]
+        self.server_gpus = [np.flatnonzero(topo.gpu_server == v) for v in range(V)]
+        self.server_sockets = [np.flatnonzero(topo.socket_server == v) for v in range(V)]
+        self.gpus = np.zeros((max_gpus, len(GPU_FEATURES)), dtype=np.float32)
+        self.sockets = np.zeros((max_sockets, len(SOCKET_FEATURES)), dtype=np.float32)
+        self.gpus[:G, 0] = 1.0
+        self.gpus[:G, 1] = topo.gpu_speed
+        self.sockets[:S, 0] = 1.0
 
-def gpu_rows(out: np.ndarray, topo: Topology, board: Board, view: ClusterView, max_tasks: int,
-             part: PartialPlacement | None) -> None:
-    """Rewrite the GPU matrix ``out`` (padded rows stay zero) from the board
-    and the job being placed (``part``: its own tasks so far)."""
-    G = topo.n_gpus
-    w = board.gpu_workers.astype(float)
-    own = np.zeros(G)
-    if part is not None and part.gpus:
+    def point(self, view: ClusterView) -> None:
+        """What does not move during a point: the tasks on each GPU before it."""
+        self.gpus[: self.topo.n_gpus, 3] = view.gpu_tasks / self.max_tasks
+
+    def rewrite(self, board: Board, part: PartialPlacement | None) -> None:
+        topo = self.topo
+        G, S, V = topo.n_gpus, topo.n_sockets, topo.n_servers
+        gs, gk, gv, ss = topo.gpu_switch, topo.gpu_socket, topo.gpu_server, topo.socket_server
+        occ = board.occ
+        cores = occ.cores_free if part is None else part.cores_left
+        mem = occ.mem_free if part is None else part.mem_left
+        w = board.gpu_workers.astype(float)  # the board holds only decided jobs; the job being placed is ``own``
+        ps_sv = np.bincount(ss, weights=board.socket_ps, minlength=V)
+        wk = np.bincount(gk, weights=w, minlength=S)
+        cr = cores / self.cores_cap
+        mr = mem / self.mem_cap
+        o = self.gpus[:G]
+        o[:, 2] = w / self.max_tasks
+        o[:, 4] = (np.bincount(gs, weights=w, minlength=topo.n_switches) / self.per_sw)[gs]
+        o[:, 5] = (wk / self.per_so_g)[gk]
+        o[:, 6] = (np.bincount(gv, weights=w, minlength=V) / self.per_sv)[gv]
+        o[:, 7] = board.socket_ps[gk] / 4.0
+        o[:, 8] = ps_sv[gv] / 4.0
+        o[:, 9] = cr[gv]
+        o[:, 10] = mr[gv]
+        so = self.sockets[:S]
+        so[:, 1] = board.socket_ps / 4.0
+        so[:, 2] = ps_sv[ss] / 4.0
+        so[:, 3] = wk / self.per_so
+        so[:, 4] = cr[ss]
+        so[:, 5] = mr[ss]
+        if part is None or not (part.gpus or part.sockets):
+            o[:, 11:] = 0.0
+            so[:, 6:] = 0.0
+            return
+        own = np.zeros(G)
         own[part.gpus] = 1.0
-    others = w  # the board holds only decided jobs; the job being placed is in ``own``
-    sw = np.bincount(topo.gpu_switch, weights=others, minlength=topo.n_switches)
-    so = np.bincount(topo.gpu_socket, weights=others, minlength=topo.n_sockets)
-    sv = np.bincount(topo.gpu_server, weights=others, minlength=topo.n_servers)
-    per_sw = np.bincount(topo.gpu_switch, minlength=topo.n_switches).astype(float)
-    per_so = np.bincount(topo.gpu_socket, minlength=topo.n_sockets).astype(float)
-    per_sv = np.maximum(topo.server_gpus, 1).astype(float)
-    ps_sv = np.bincount(topo.socket_server, weights=board.socket_ps, minlength=topo.n_servers)
-    occ = board.occ
-    cores = occ.cores_free if part is None else part.cores_left
-    mem = occ.mem_free if part is None else part.mem_left
-    gs, gk, gv = topo.gpu_switch, topo.gpu_socket, topo.gpu_server
-    o = out[:G]
-    o[:, 0] = 1.0
-    o[:, 1] = topo.gpu_speed
-    o[:, 2] = w / max_tasks
-    o[:, 3] = view.gpu_tasks / max_tasks
-    o[:, 4] = (sw / per_sw)[gs]
-    o[:, 5] = (so / per_so)[gk]
-    o[:, 6] = (sv / per_sv)[gv]
-    o[:, 7] = board.socket_ps[gk] / 4.0
-    o[:, 8] = ps_sv[gv] / 4.0
-    o[:, 9] = (cores / np.maximum(topo.server_cores, 1e-9))[gv]
-    o[:, 10] = (mem / np.maximum(topo.server_mem_gb, 1e-9))[gv]
-    o[:, 11] = own
-    o[:, 12] = (np.bincount(gv, weights=own, minlength=topo.n_servers) / per_sv)[gv]
-    o[:, 13] = (np.bincount(gs, weights=own, minlength=topo.n_switches) / per_sw)[gs]
+        own_w = part.workers_on_socket.astype(float)
+        own_p = part.ps_on_socket.astype(float)
+        o[:, 11] = own
+        o[:, 12] = (part.workers_on_server / self.per_sv)[gv]
+        o[:, 13] = (part.workers_on_switch / self.per_sw)[gs]
+        so[:, 6] = own_w / self.per_so
+        so[:, 7] = np.bincount(ss, weights=own_w + own_p, minlength=V)[ss] / WORKER_SCALE
+        so[:, 8] = own_p / 4.0
+
+    def _room(self, part: PartialPlacement, v: int) -> None:
+        g, s = self.server_gpus[v], self.server_sockets[v]
+        c = part.cores_left[v] / self.cores_cap[v]
+        m = part.mem_left[v] / self.mem_cap[v]
+        self.gpus[g, 9] = c
+        self.gpus[g, 10] = m
+        self.sockets[s, 4] = c
+        self.sockets[s, 5] = m
+        self.sockets[s, 7] = part.on_server[v] / WORKER_SCALE
+
+    def worker(self, part: PartialPlacement, g: int) -> None:
+        """``part`` has just put a worker on GPU ``g``."""
+        topo = self.topo
+        v, w, k = int(topo.gpu_server[g]), int(topo.gpu_switch[g]), int(topo.gpu_socket[g])
+        self.gpus[g, 11] = 1.0
+        self.gpus[self.server_gpus[v], 12] = part.workers_on_server[v] / self.per_sv[v]
+        self.gpus[self.switch_gpus[w], 13] = part.workers_on_switch[w] / self.per_sw[w]
+        self.sockets[k, 6] = part.workers_on_socket[k] / self.per_so[k]
+        self._room(part, v)
+
+    def ps(self, part: PartialPlacement, sock: int) -> None:
+        """``part`` has just put a PS on socket ``sock``."""
+        self.sockets[sock, 8] = part.ps_on_socket[sock] / 4.0
+        self._room(part, int(self.topo.socket_server[sock]))

@@ -7,9 +7,15 @@ its server's CPU cores and memory; a PS needs its socket's server's cores and
 memory; an allocation candidate is allowed only when the placement policy
 returns a placement for it that fits what is already decided at this
 decision point (``Occupancy.fits``).
+
+Candidates are decided without asking the placement where the answer is
+known (``HeuristicFeasibility``); the placement is asked only for the
+candidate chosen, and where no rule decides.
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 
@@ -18,9 +24,14 @@ from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs.board import Board
+from hrlsched.policies.placement.balance import BalancePlacement
 from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.pack import PackPlacement
+from hrlsched.policies.placement.random import RandomPlacement
+from hrlsched.policies.tiresias import TiresiasPlacement
 
 EPS = 1e-9
+MARGIN = 1e-6  # PS room counted with this much less core/memory, so rounding never matters
 
 
 class PartialPlacement:
@@ -37,7 +48,14 @@ class PartialPlacement:
         self.gpu_left = occ.gpu_free.copy()
         self.cores_left = occ.cores_free.copy()
         self.mem_left = occ.mem_free.copy()
-        self.topo = board.topo
+        topo = board.topo
+        self.topo = topo
+        # the job's own tasks so far, counted where the observation shows them
+        self.workers_on_server = np.zeros(topo.n_servers, dtype=np.int64)
+        self.workers_on_switch = np.zeros(topo.n_switches, dtype=np.int64)
+        self.workers_on_socket = np.zeros(topo.n_sockets, dtype=np.int64)
+        self.ps_on_socket = np.zeros(topo.n_sockets, dtype=np.int64)
+        self.on_server = np.zeros(topo.n_servers, dtype=np.int64)  # workers and PSs
 
     @property
     def placing_worker(self) -> bool:
@@ -60,50 +78,164 @@ class PartialPlacement:
         srv_ok = (self.cores_left >= p.ps_cores - EPS) & (self.mem_left >= p.ps_mem_gb - EPS)
         return srv_ok[t.socket_server]
 
-    def place_worker(self, g: int) -> None:
-        s = self.topo.gpu_server[g]
+    def place_worker(self, g: int) -> int:
+        """Put the next worker on GPU ``g``; returns its server."""
+        t = self.topo
+        s = int(t.gpu_server[g])
         self.gpus.append(int(g))
         self.gpu_left[g] -= 1
         self.cores_left[s] -= self.prof.worker_cores
         self.mem_left[s] -= self.prof.worker_mem_gb
+        self.workers_on_server[s] += 1
+        self.workers_on_switch[t.gpu_switch[g]] += 1
+        self.workers_on_socket[t.gpu_socket[g]] += 1
+        self.on_server[s] += 1
+        return s
 
-    def place_ps(self, sock: int) -> None:
-        s = self.topo.socket_server[sock]
+    def place_ps(self, sock: int) -> int:
+        """Put the next PS on socket ``sock``; returns its server."""
+        s = int(self.topo.socket_server[sock])
         self.sockets.append(int(sock))
         self.cores_left[s] -= self.prof.ps_cores
         self.mem_left[s] -= self.prof.ps_mem_gb
+        self.ps_on_socket[sock] += 1
+        self.on_server[s] += 1
+        return s
 
     def placement(self) -> Placement:
         return Placement(tuple(self.gpus), tuple(self.sockets))
 
 
+# What is known of the placements, by exact class (a subclass may place otherwise):
+# - FILL: ``place_job`` places any workers the board's worker capacity holds
+#   (``Occupancy.worker_capacity``: GPUs with a free slot, cores, memory, per
+#   server) and then any PSs that fit, on any socket, in what the workers
+#   leave (``Occupancy.ps_sockets_for`` tries every socket), and what it returns fits.
+# - FEWEST: its workers span the fewest servers that hold them (largest
+#   capacity first: pack's best fit or its largest-first spill, balance's
+#   most-free-first).
+FILL = (PackPlacement, BalancePlacement, RandomPlacement, TiresiasPlacement)
+
+
+def _fewest(policy: IncrementalPlacement) -> bool:
+    if type(policy) is TiresiasPlacement:
+        return type(policy._pack) is PackPlacement and type(policy._spread) is BalancePlacement
+    return type(policy) in (PackPlacement, BalancePlacement)
+
+
 class HeuristicFeasibility:
-    """Placements the heuristic placement policy gives for (job, workers, PSs)
-    on the current board, cached until the board changes."""
+    """Which (job, workers, PSs) the heuristic placement policy can place on
+    the current board, and its placements, cached until the board changes.
+
+    For the placements of ``FILL`` a candidate is decided without asking the
+    policy: all-reduce (no PS) is feasible exactly when the board's worker
+    capacity holds its workers; with PSs, it is when, besides, the PS room
+    left in the worst case (each worker taking as much of it as a worker can,
+    counted with a margin) still holds the PSs; the rare other cases ask the
+    policy. Other placements are asked for every candidate."""
 
     def __init__(self, policy: IncrementalPlacement) -> None:
         self.policy = policy
-        self._cache: dict[tuple, Placement | int | None] = {}
+        self.fill = type(policy) in FILL and (type(policy) is not TiresiasPlacement or _fewest(policy))
+        self.fewest = _fewest(policy)
+        self.random = type(policy) is RandomPlacement
+        self._cache: dict[tuple, object] = {}
+        self._room: dict[str, int] = {}
         self._version = -1
         self._board: Board | None = None
 
     def _sync(self, board: Board) -> None:
         if board is not self._board or board.version != self._version:
             self._cache.clear()
+            self._room.clear()
             self._board, self._version = board, board.version
+
+    def capacity(self, board: Board, job: Job) -> np.ndarray:
+        """Workers of ``job`` each server can still take (read-only)."""
+        return board.occ.worker_capacity(job)
 
     def worker_room(self, board: Board, job: Job) -> int:
         """Most workers of ``job`` the board can still hold (GPUs with a free
         slot, per server bounded by its CPU cores and memory): a necessary
         condition of any placement, checked before asking the policy."""
-        self._sync(board)
-        key = ("room", job.model)
+        if board is not self._board or board.version != self._version:
+            self._sync(board)
+        v = self._room.get(job.model)
+        if v is None:
+            v = self._room[job.model] = int(board.occ.worker_capacity(job).sum())
+        return v
+
+    def ps_room(self, board: Board, job: Job) -> tuple[float, float]:
+        """(PSs of ``job`` that surely fit in the cluster, most PS room one
+        worker can take away): PS room per server is counted with ``MARGIN``
+        less cores and memory than left, so that sums never depend on rounding."""
+        if board is not self._board or board.version != self._version:
+            self._sync(board)
+        key = ("ps", job.model)
         v = self._cache.get(key)
         if v is None:
-            v = self._cache[key] = int(board.occ.worker_capacity(job).sum())
+            p = board.profiles[job.model]
+            occ = board.occ
+            k = np.full(occ.cores_free.shape, np.inf)
+            per = 0.0
+            for left, need, use in ((occ.cores_free, p.ps_cores, p.worker_cores),
+                                    (occ.mem_free, p.ps_mem_gb, p.worker_mem_gb)):
+                if need > 0:
+                    k = np.minimum(k, np.floor((left - MARGIN) / need))
+                    per = max(per, math.ceil(use / need) if use > 0 else 0)
+            total = float(np.maximum(k, 0).sum())
+            v = self._cache[key] = (total, float(per))
         return v  # type: ignore[return-value]
 
+    def sure(self, board: Board, job: Job, workers: np.ndarray, ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For (``workers[i]``, ``ps[i]``) pairs of ``job`` (architecture and
+        mode aside): which ones the policy surely places (bool per pair), and
+        the indices of those no rule decides (ask ``place``). Pairs beyond the
+        board's worker room are neither."""
+        room = self.worker_room(board, job)
+        return self.sure_with(workers, ps, room, *(self.ps_room(board, job) if self.fill else (0.0, 0.0)))
+
+    def sure_with(self, workers: np.ndarray, ps: np.ndarray, room: int, total: float,
+                  per: float) -> tuple[np.ndarray, np.ndarray]:
+        """``sure`` given the worker room and ``ps_room`` (a pure function of them)."""
+        room_ok = workers <= room
+        if not self.fill:
+            return np.zeros(workers.size, dtype=bool), np.flatnonzero(room_ok)
+        ok = room_ok & ((ps == 0) | (total - per * workers >= ps))
+        return ok, np.flatnonzero(room_ok & ~ok)
+
+    def servers(self, board: Board, job: Job, workers: np.ndarray) -> np.ndarray | None:
+        """Servers the policy's placement of ``workers`` would span (for
+        feasible counts): exact for the placements that take the fewest
+        servers, the expected number for random GPUs; None when unknown
+        (ask ``place``)."""
+        if self.fewest:
+            if board is not self._board or board.version != self._version:
+                self._sync(board)
+            key = ("fewest", job.model)
+            top = self._cache.get(key)
+            if top is None:  # workers the k roomiest servers hold, k = 1, 2, ...
+                top = self._cache[key] = np.cumsum(np.sort(self.capacity(board, job))[::-1])
+            return np.searchsorted(top, workers) + 1  # type: ignore[arg-type]
+        if self.random:
+            # Random GPUs among the free ones of servers with room: a server is
+            # missed with the hypergeometric probability C(F - f, w) / C(F, w).
+            workers = np.asarray(workers, dtype=np.int64)
+            cap = self.capacity(board, job)
+            topo = board.topo
+            free = np.bincount(topo.gpu_server, weights=board.occ.gpu_free > 0, minlength=topo.n_servers)
+            f = np.where(cap > 0, free, 0).astype(np.int64)
+            F = int(f.sum())
+            lf = _log_factorial(F)
+            w = np.minimum(workers, F)[None, :]
+            rest = (F - f)[:, None]
+            miss = np.where(rest >= w, np.exp(lf[rest] - lf[np.maximum(rest - w, 0)] - lf[F] + lf[F - w]), 0.0)
+            return (1.0 - miss).sum(axis=0)
+        return None
+
     def place(self, view: ClusterView, board: Board, job: Job, n_workers: int, n_ps: int) -> Placement | None:
+        """The policy's placement of (``job``, ``n_workers``, ``n_ps``) on the
+        board, or None where it has none that fits."""
         self._sync(board)
         # Placements depend on the job's profile and architecture, so jobs of one
         # model share them while the board is unchanged.
@@ -114,7 +246,17 @@ class HeuristicFeasibility:
         if n_workers <= self.worker_room(board, job):  # cheap necessary condition first
             pl = self.policy.place_job(view, board.occ, job, n_workers, n_ps)
             if pl is not None and (pl.n_workers != n_workers or pl.n_ps != n_ps or len(set(pl.gpus)) != n_workers
-                                   or not board.occ.fits(job, pl)):
+                                   or not (self.fill or board.fits(job, pl))):  # FILL: what it returns fits
                 pl = None
         self._cache[key] = pl
         return pl
+
+
+_LOG_FACT: list[np.ndarray] = [np.zeros(1)]
+
+
+def _log_factorial(n: int) -> np.ndarray:
+    """log k! for k = 0..n (a table grown on demand)."""
+    if _LOG_FACT[0].size <= n:
+        _LOG_FACT[0] = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, 2 * n + 2)))])
+    return _LOG_FACT[0]

@@ -13,7 +13,9 @@ leaves them open (``Job.arch_open``/``mode_open``), both architectures and
 both modes (async all-reduce excluded, as the backends refuse it), each
 at the consolidated placement (``PerformanceModel.compact_placement``:
 workers packed from GPU 0, one switch, one socket, one server where they
-fit; PSs on the workers' sockets). A backend's ``speed_ceiling`` (a cheap
+fit; PSs on the workers' sockets; on a cluster of several GPU types, where
+the job's model runs faster on a later type, its GPUs are taken fastest type
+first, ``Topology.type_speed``). A backend's ``speed_ceiling`` (a cheap
 upper bound on the speed at a worker count) prunes worker counts that
 cannot beat the best found; the rest are solved in one vectorised
 ``isolated_speeds`` call per (model, batch, arch, mode).
@@ -87,21 +89,54 @@ class BestRates:
         self.spanned = np.concatenate([[0], np.cumsum(new_socket)])
         self.segments = segments
         self.cache: dict[tuple, np.ndarray] = {}
-        self.placements: dict[tuple[int, int], Placement] = {}
+        self.placements: dict[tuple[int, int, int], Placement] = {}
+        # GPU orders other than the cluster's own (several GPU types): per model,
+        # its fastest type first (Topology.type_speed); index 0 is GPU 0 on.
+        self.orders: list[tuple[np.ndarray, np.ndarray]] = []
+        self.order_of: dict[str, int] = {}
 
-    def placement(self, w: int, p: int) -> Placement:
-        pl = self.placements.get((w, p))
+    def order(self, model: str) -> int:
+        """The job's GPUs are taken in this order: GPU 0 on (0) or, where the
+        model is faster on a later GPU type, fastest type first (1, 2, ...)."""
+        k = self.order_of.get(model)
+        if k is None:
+            topo = self.perf.topology
+            speed = topo.model_gpu_speed(model)
+            k = 0
+            if np.any(np.diff(speed) > 0):  # a faster GPU after a slower one
+                gpus = np.argsort(-speed, kind="stable")
+                for i, (o, _) in enumerate(self.orders):
+                    if np.array_equal(o, gpus):
+                        k = i + 1
+                        break
+                else:
+                    new = np.zeros(self.G, dtype=np.int64)
+                    new[np.unique(topo.gpu_socket[gpus], return_index=True)[1]] = 1
+                    self.orders.append((gpus, np.concatenate([[0], np.cumsum(new)])))
+                    k = len(self.orders)
+            self.order_of[model] = k
+        return k
+
+    def placement(self, w: int, p: int, order: int = 0) -> Placement:
+        pl = self.placements.get((order, w, p))
         if pl is None:
-            pl = self.placements[(w, p)] = self.perf.compact_placement(w, p)
+            if order == 0:
+                pl = self.perf.compact_placement(w, p)
+            else:
+                gpus = self.orders[order - 1][0][:w]
+                sockets = np.unique(self.perf.topology.gpu_socket[gpus])
+                pl = Placement.of(gpus, sockets[np.arange(p) % len(sockets)] if p else np.array([], dtype=int))
+            self.placements[(order, w, p)] = pl
         return pl
 
-    def candidates(self, arch: str, ws: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def candidates(self, arch: str, ws: np.ndarray, order: int = 0) -> tuple[np.ndarray, np.ndarray]:
         if arch != "ps":
             return ws, np.zeros_like(ws)
         # The optimus backend prices PSs by count only (theta2 w / p + theta4 p),
         # so any count up to the cluster's GPUs may win there; in the others a
         # PS beyond one per socket the workers span only adds overhead.
-        reps = np.full_like(ws, self.G) if self.perf.name == "optimus" else self.spanned[ws]
+        spanned = self.spanned if order == 0 else self.orders[order - 1][1]
+        reps = np.full_like(ws, self.G) if self.perf.name == "optimus" else spanned[ws]
         w = np.repeat(ws, reps)
         p = np.arange(w.size) - np.repeat(np.cumsum(reps) - reps, reps) + 1
         return w, p
@@ -109,8 +144,9 @@ class BestRates:
     def rates(self, job: Job, ws: np.ndarray, progress: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(w, progress rate at each progress point) of every candidate with w in ``ws``."""
         perf = self.perf
-        w, p = self.candidates(job.arch, ws)
-        pls = [self.placement(int(a), int(b)) for a, b in zip(w, p)]
+        order = self.order(job.model)
+        w, p = self.candidates(job.arch, ws, order)
+        pls = [self.placement(int(a), int(b), order) for a, b in zip(w, p)]
         jobs = [job] * len(pls)
         batch = np.full(len(pls), job.batch_size, dtype=np.int64)
         speed = perf.isolated_speeds(jobs, pls, batch)
@@ -135,7 +171,7 @@ class BestRates:
         else:
             # Ceiling x the best efficiency at each w (efficiency does not
             # depend on the placement in these backends, only on w).
-            pls = [self.placement(int(w), 1 if job.arch == "ps" else 0) for w in all_w]
+            pls = [self.placement(int(w), 1 if job.arch == "ps" else 0, self.order(job.model)) for w in all_w]
             eff = self.perf.efficiency([job] * self.G, pls, np.full(self.G, job.batch_size), np.zeros(self.G))
             top = ceiling * eff
             order = np.argsort(-top, kind="stable")

@@ -7,7 +7,9 @@ Time per iteration of job j (design.md, "The analytic performance model"):
         + theta3 * w + theta4 * p                                   per-worker/PS overheads (Optimus)
         + max_l bytes_{j,l} * rho_l / C_l                           communication bottleneck
 
-- g_i: relative speed of worker i's GPU type; k_i: workers time-sharing its
+- g_i: relative speed of the job's model on worker i's GPU type
+  (``Topology.type_speed``: Gavel's per-model throughputs where measured,
+  ``cluster.gpu_speed``); k_i: workers time-sharing its
   GPU; c_i = 1 + s_j * pressure_i: compute interference, with s_j the
   model's sensitivity and pressure_i the other tasks on worker i's CPU
   socket (the job's own other workers and PSs included) per GPU of that
@@ -110,6 +112,7 @@ GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 
 class AnalyticModel(PerformanceModel):
     name = "analytic"
+    isolated_is_alone = True  # the isolated solve is the one-job solve, job by job (tested)
 
     def __init__(
         self,
@@ -292,6 +295,11 @@ class AnalyticModel(PerformanceModel):
         """(link ids, bytes per iteration) of one job at one placement."""
         return self._traffic_rows([job], [pl], np.array([batch]))[0]
 
+    def traffic_many(self, jobs: Sequence[Job], placements: Sequence[Placement],
+                     batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+        """``traffic`` of many jobs at once."""
+        return self._traffic_rows(jobs, placements, batch)
+
     # ------------------------------------------------------------- speeds
     def speeds(
         self,
@@ -311,7 +319,7 @@ class AnalyticModel(PerformanceModel):
         return out
 
     def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
-        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.type_speed(job.model).max()))
 
     def isolated_speeds(
         self,
@@ -363,7 +371,8 @@ class AnalyticModel(PerformanceModel):
         c = 1.0 + sens[wjob] * pressure
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
-        comp_i = (theta[wjob, 0] * local[wjob] / t.gpu_speed[gflat] * share + theta[wjob, 1]) * c
+        gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
+        comp_i = (theta[wjob, 0] * local[wjob] / gspeed * share + theta[wjob, 1]) * c
         starts = np.concatenate([[0], np.cumsum(w)[:-1]])
         comp_max = np.maximum.reduceat(comp_i, starts)
         over = theta[:, 3] * w + theta[:, 4] * ps

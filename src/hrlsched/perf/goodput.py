@@ -206,11 +206,15 @@ class PolluxApplication:
         return atomic, accum, replicas * atomic * (accum + 1)
 
     @lru_cache(maxsize=65536)  # noqa: B019
-    def step_time(self, placement: tuple[int, ...], batch_size: int) -> tuple[float, int]:
-        """Seconds per step (with accumulation) and the actual global batch."""
+    def step_time(self, placement: tuple[int, ...], batch_size: int, compute_scale: float = 1.0) -> tuple[float, int]:
+        """Seconds per step (with accumulation) and the actual global batch.
+        ``compute_scale`` multiplies the compute part (step - sync) of every
+        micro-step: other GPUs than the measured ones."""
         replicas = sum(placement)
         atomic, accum, actual = self.batch_config(replicas, batch_size)
         step, sync = self.get_throughput(tuple(placement), float(atomic))
+        if compute_scale != 1.0:
+            return sync + (step - sync) * (accum + 1) * compute_scale, actual
         return step + (step - sync) * accum, actual
 
     # ------------------------------------------------------- efficiency

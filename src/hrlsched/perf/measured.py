@@ -8,7 +8,10 @@ rules of the Pollux authors' simulator (see ``hrlsched.perf.goodput``).
 Statistical efficiency follows the gradient noise scale measured per epoch,
 so progress (samples x efficiency) under a larger batch counts as the
 measurements say. The network is what was measured: there is no
-interference between jobs in this backend.
+interference between jobs in this backend. On other GPU types than the
+measured T4, the compute part of each step (step - sync time) is scaled by
+the model's speed on T4 over its speed on the job's slowest GPU
+(``Topology.type_speed``, as the other backends); the sync time is kept.
 
 Only synchronous training: the measurements are of synchronous all-reduce
 jobs, so a job with ``mode: async`` is refused with a ValueError (use the
@@ -23,12 +26,16 @@ from pathlib import Path
 
 import numpy as np
 
+from hrlsched.cluster.gpu_speed import model_speed
 from hrlsched.cluster.topology import Topology
 from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.perf.goodput import PolluxApplication, load_pollux_applications
+
+# The GPUs of the Pollux measurements (16 nodes x 4 T4).
+MEASURED_GPU_TYPE = "T4"
 
 
 class MeasuredModel(PerformanceModel):
@@ -72,9 +79,20 @@ class MeasuredModel(PerformanceModel):
         batch = [j.batch_size for j in jobs] if batch_sizes is None else np.asarray(batch_sizes).tolist()
         out = np.empty(len(jobs))
         for k, (j, pl, b) in enumerate(zip(jobs, placements, batch)):
-            step, actual = self.app(j).step_time(self.node_counts(pl), int(b))
+            step, actual = self.app(j).step_time(self.node_counts(pl), int(b), self.compute_scale(j, pl))
             out[k] = actual / step
         return out
+
+    def compute_scale(self, job: Job, pl: Placement) -> float:
+        """Compute time on the job's GPUs over compute time on the measured
+        type (T4): the model's speed on the measured type over its speed on
+        the slowest GPU of the placement (``Topology.type_speed``); 1 on T4s."""
+        topo = self.topology
+        if len(topo.gpu_type_names) == 1 and topo.gpu_type_names[0] == MEASURED_GPU_TYPE:
+            return 1.0
+        speed = topo.type_speed(job.model)
+        slowest = float(speed[topo.gpu_type[np.asarray(pl.gpus, dtype=np.int64)]].min())
+        return float(model_speed(job.model, MEASURED_GPU_TYPE, topo.spec.gpu_speed)) / slowest
 
     def efficiency(
         self,

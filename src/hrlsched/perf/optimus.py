@@ -12,7 +12,7 @@ only): each worker runs its own mini-batch m = ``batch_size`` and pushes on
 its own, with no barrier, so each worker i goes at its own pace and the
 job's speed is the sum over its workers,
 speed = sum_i m / (theta0 * m * k_i / g_i + theta1 + theta2 * w / p + theta3 * w + theta4 * p)
-(g_i: worker i's GPU speed, k_i: tasks time-sharing its GPU; the PS term
+(g_i: the model's speed on worker i's GPU type, ``Topology.type_speed``, k_i: tasks time-sharing its GPU; the PS term
 theta2 w / p still counts all w workers); on equal GPUs it is Optimus'
 w * m / t. Staleness costs statistical efficiency (``perf.asynchrony``,
 ``perf.options.staleness_penalty``); async all-reduce is refused.
@@ -38,7 +38,6 @@ from hrlsched.perf.base import (
     PerformanceModel,
     gpu_share_counts,
     per_job_max,
-    per_job_min,
     theta_speed_ceiling,
 )
 
@@ -78,7 +77,7 @@ class OptimusModel(PerformanceModel):
         return self._solve(jobs, placements, batch_sizes, isolated=False)
 
     def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
-        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.gpu_speed.max()))
+        return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.type_speed(job.model).max()))
 
     def isolated_speeds(
         self,
@@ -109,7 +108,12 @@ class OptimusModel(PerformanceModel):
         # A job's own workers are on distinct GPUs: alone, no GPU is shared.
         counts = np.ones(topo.n_gpus) if isolated else gpu_share_counts(placements, topo.n_gpus).astype(float)
         share = per_job_max(counts, placements)
-        slowest = per_job_min(topo.gpu_speed, placements)
+        # The model's speed on each GPU type (Topology.type_speed); the slowest worker paces.
+        tspeed = topo.type_speeds([j.model for j in jobs])
+        lens = np.fromiter((len(pl.gpus) for pl in placements), dtype=np.int64, count=n)
+        flat = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=int(lens.sum()))
+        slowest = np.minimum.reduceat(tspeed[np.repeat(np.arange(n), lens), topo.gpu_type[flat]],
+                                      np.concatenate([[0], np.cumsum(lens)[:-1]]))
         compute_scale = share / slowest
         scaled = theta.copy()
         scaled[:, 0] *= compute_scale
@@ -122,7 +126,7 @@ class OptimusModel(PerformanceModel):
         g = np.fromiter((x for i in a for x in placements[i].gpus), dtype=np.int64, count=int(wa.sum()))
         wj = np.repeat(np.arange(a.size), wa)
         th, m = theta[a][wj], batch[a][wj]
-        t_i = th[:, 0] * m * counts[g] / topo.gpu_speed[g] + th[:, 1] + th[:, 2] * wa[wj] / p[a][wj] \
+        t_i = th[:, 0] * m * counts[g] / tspeed[a][wj, topo.gpu_type[g]] + th[:, 1] + th[:, 2] * wa[wj] / p[a][wj] \
             + th[:, 3] * wa[wj] + th[:, 4] * p[a][wj]
         out[a] = np.bincount(wj, weights=m / t_i, minlength=a.size)
         return out

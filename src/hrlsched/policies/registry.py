@@ -139,6 +139,43 @@ def _register_builtins() -> None:
     register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
     register("placement", "balance", BalancePlacement, "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
     register("placement", "tiresias", TiresiasPlacement, "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
+    # --- literature schedulers (issue 18) ---
+    from hrlsched.policies.pollux import Pollux
+
+    register("scheduler", "pollux", lambda: Pollux(population=50, generations=30, patience=8),
+             "goodput (throughput x statistical efficiency) with batch size tuned to the allocation; "
+             "evolutionary search of the p-power mean of speedups; re-allocation penalty; one distributed job per server",
+             "Qiao et al., OSDI'21")
+    from hrlsched.policies.optimus_oracle import OptimusOracle
+
+    register("allocation", "optimus-oracle", OptimusOracle,
+             "Optimus' greedy marginal gain with exact remaining work and step times (Pollux's Optimus+Oracle)",
+             "Peng et al., EuroSys'18; as in Qiao et al., OSDI'21")
+    from hrlsched.policies.allox import AlloX
+    from hrlsched.policies.gavel import Gavel
+    from hrlsched.policies.themis import Themis
+
+    register("allocation", "themis", Themis,
+             "finish-time fairness rho; partial-allocation auctions among the worst-rho jobs, leftovers to others",
+             "Mahajan et al., NSDI'20")
+    register("scheduler", "gavel", Gavel,
+             "heterogeneity-aware max-min fairness over effective throughput (HiGHS LP), round-based priorities",
+             "Narayanan et al., OSDI'20")
+    register("scheduler", "gavel-makespan", lambda: Gavel("makespan"),
+             "Gavel's minimum makespan (total duration) policy, same LP machinery and rounds",
+             "Narayanan et al., OSDI'20")
+    register("scheduler", "allox", AlloX,
+             "min-cost bipartite matching of jobs to (GPU type, position), sum of completion times",
+             "Le et al., EuroSys'20")
+    from hrlsched.policies.gandiva import Gandiva
+    from hrlsched.policies.gandiva_fair import GandivaFair
+
+    register("scheduler", "gandiva", Gandiva,
+             "packing (GPU time-slicing) when it pays, introspective unpacking and migration, grow-shrink",
+             "Xiao et al., OSDI'18")
+    register("scheduler", "gandiva-fair", GandivaFair,
+             "user tickets split over jobs, gang-aware stride scheduling, trading of fast GPUs between users",
+             "Chaudhary et al., EuroSys'20")
 
 
 def _pollux_tiresias() -> AllocationPolicy:

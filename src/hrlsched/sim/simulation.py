@@ -389,9 +389,10 @@ class Simulation:
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
             st.rate[ri] = sp * perf.efficiency(rj, pls, st.batch[ri], st.progress[ri])
-            for i in changed:
-                if i in running:
-                    st.alone[i] = perf.alone_speed(st.jobs[i], running[i], int(st.batch[i]))
+            moved = [i for i in changed if i in running]
+            if moved:
+                st.alone[moved] = perf.alone_speeds([st.jobs[i] for i in moved], [running[i] for i in moved],
+                                                    st.batch[moved])
             st.slowdown[ri] = np.maximum(st.alone[ri] / sp, 1.0)
         return True
 

@@ -6,7 +6,10 @@ start, finish, restarts, GPU-seconds and mean workers while holding resources,
 rounded to 1e-3. One gzip CSV per scenario. Re-record only when a change of
 behaviour is intended, and say so in the commit:
 
-    .venv/bin/python tests/data/regression/record.py [--scenario default]
+    .venv/bin/python tests/data/regression/record.py [--scenario default] [--policy gavel ...]
+
+``--policy`` re-records only the policies named and keeps the others' rows
+as they are (a new policy, or one whose change of behaviour is intended).
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ FIELDS = ["policy", "job_id", "start_s", "finish_s", "restarts", "gpu_seconds", 
 
 
 def policies() -> list[str]:
-    from hrlsched.policies.registry import ALLOCATIONS, SCHEDULERS
+    """Every built-in policy but the learned ones (``LEARNED``): their figures
+    move with each shipped checkpoint, and tests/test_agent.py covers them."""
+    from hrlsched.policies.registry import ALLOCATIONS, LEARNED, SCHEDULERS
 
-    return [*ALLOCATIONS, *SCHEDULERS, *EXTRA]
+    return [*ALLOCATIONS, *(s for s in SCHEDULERS if s not in LEARNED), *EXTRA]
 
 
 def path_of(scenario: str) -> Path:
@@ -74,11 +79,32 @@ def _fmt(x: float) -> str:
     return "nan" if np.isnan(x) else f"{x:.3f}"
 
 
-def record(scenario: str) -> Path:
+def _recorded_rows(scenario: str) -> dict[str, list[list[str]]]:
+    """policy -> its rows as stored (strings), in file order."""
+    if not path_of(scenario).exists():
+        return {}
+    with gzip.open(path_of(scenario), "rt", newline="") as f:
+        rows = list(csv.reader(f))[1:]
+    out: dict[str, list[list[str]]] = {}
+    for r in rows:
+        out.setdefault(r[0], []).append(r)
+    return out
+
+
+def record(scenario: str, only: list[str] | None = None) -> Path:
+    """Re-record every policy, or only those in ``only`` (the others' rows kept)."""
+    known = policies()
+    unknown = sorted(set(only or ()) - set(known))
+    if unknown:
+        raise SystemExit(f"record.py: unknown policies {unknown}; expected some of {known}")
+    kept = _recorded_rows(scenario) if only else {}
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(FIELDS)
-    for pol in policies():
+    for pol in known:
+        if only and pol not in only and pol in kept:
+            w.writerows(kept[pol])
+            continue
         c = compute(scenario, pol)
         for k in range(c["job_id"].size):
             w.writerow([pol, int(c["job_id"][k]), _fmt(c["start_s"][k]), _fmt(c["finish_s"][k]),
@@ -95,9 +121,10 @@ def record(scenario: str) -> Path:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", action="append", choices=sorted(SCENARIOS))
+    ap.add_argument("--policy", action="append", help="only these policies (repeatable); the others' rows are kept")
     a = ap.parse_args()
     for sc in a.scenario or sorted(SCENARIOS):
-        print(record(sc))
+        print(record(sc, a.policy))
 
 
 if __name__ == "__main__":

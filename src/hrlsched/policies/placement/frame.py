@@ -49,18 +49,23 @@ def gpus_in_server(occ: Occupancy, server: int, n: int) -> np.ndarray:
     """Free GPUs of a server, filling the fullest-free PCIe switch (and its
     socket) first so that a job shares as few switches and sockets as it can."""
     topo = occ.topo
-    lo = topo.server_first_gpu[server]
-    g = np.arange(lo, lo + topo.server_gpus[server])
-    g = g[occ.gpu_free[g] > 0]
-    if g.size < n:
-        return g[:0]
-    sw = topo.gpu_switch[g]
-    sock = topo.gpu_socket[g]
-    sw_free = np.bincount(sw, minlength=topo.n_switches)[sw]
-    sock_free = np.bincount(sock, minlength=topo.n_sockets)[sock]
+    lo = int(topo.server_first_gpu[server])
+    hi = lo + int(topo.server_gpus[server])
+    # A server has a handful of GPUs: Python lists beat numpy calls here.
+    g = [lo + i for i, f in enumerate(occ.gpu_free[lo:hi].tolist()) if f > 0]
+    if len(g) < n:
+        return np.zeros(0, dtype=np.int64)
+    sw_of = topo.gpu_switch[lo:hi].tolist()
+    sock_of = topo.gpu_socket[lo:hi].tolist()
+    sw_free: dict[int, int] = {}
+    sock_free: dict[int, int] = {}
+    for x in g:
+        sw_free[sw_of[x - lo]] = sw_free.get(sw_of[x - lo], 0) + 1
+        sock_free[sock_of[x - lo]] = sock_free.get(sock_of[x - lo], 0) + 1
+
     # Prefer a socket (then a switch) that can hold all n alone, the tightest such.
-    fits_sock = sock_free >= n
-    fits_sw = sw_free >= n
-    key = np.lexsort((g, -sw_free, np.where(fits_sw, sw_free, 1 << 20), -sock_free,
-                      np.where(fits_sock, sock_free, 1 << 20)))
-    return g[key[:n]]
+    def key(x: int) -> tuple[int, int, int, int, int]:
+        so, sw = sock_free[sock_of[x - lo]], sw_free[sw_of[x - lo]]
+        return (so if so >= n else 1 << 20, -so, sw if sw >= n else 1 << 20, -sw, x)
+
+    return np.array(sorted(g, key=key)[:n], dtype=np.int64)

@@ -20,11 +20,14 @@ class Occupancy:
         self.gpu_free = np.full(topo.n_gpus, max_tasks_per_gpu, dtype=np.int64)
         self.cores_free = topo.server_cores.astype(float).copy()
         self.mem_free = topo.server_mem_gb.astype(float).copy()
+        self._capacity: dict[tuple[str, int], np.ndarray] = {}  # worker_capacity until the next commit
+        self._free_gpus: np.ndarray | None = None
 
     def profile(self, job: Job) -> ModelProfile:
         return self.view.perf.profile(job)
 
     def commit(self, job: Job, pl: Placement) -> None:
+        self.forget()
         topo, prof = self.topo, self.profile(job)
         g = np.asarray(pl.gpus, dtype=np.int64)
         np.subtract.at(self.gpu_free, g, 1)
@@ -40,6 +43,7 @@ class Occupancy:
         """``commit`` for many jobs at once (the running jobs kept in place)."""
         if not pls:
             return
+        self.forget()
         topo = self.topo
         profs = [self.profile(j) for j in jobs]
         wl = np.fromiter((p.n_workers for p in pls), dtype=np.int64, count=len(pls))
@@ -69,11 +73,28 @@ class Occupancy:
             mem = mem + np.bincount(ps_srv, minlength=topo.n_servers) * prof.ps_mem_gb
         return bool(np.all(cores <= self.cores_free + 1e-9) and np.all(mem <= self.mem_free + 1e-9))
 
+    def forget(self) -> None:
+        """Drop what is kept until the next commit (after changing the room directly)."""
+        self._capacity.clear()
+        self._free_gpus = None
+
     def worker_capacity(self, job: Job, reserve_ps: int = 0) -> np.ndarray:
-        """Workers of ``job`` each server can still take (GPU slots, cores, memory)."""
+        """Workers of ``job`` each server can still take (GPU slots, cores,
+        memory), leaving room for ``reserve_ps`` PSs. Kept until the next
+        commit (read-only: copy it to change it)."""
+        key = (job.model, int(reserve_ps))
+        cap = self._capacity.get(key)
+        if cap is None:
+            cap = self._capacity[key] = self._worker_capacity(job, reserve_ps)
+            cap.flags.writeable = False
+        return cap
+
+    def _worker_capacity(self, job: Job, reserve_ps: int) -> np.ndarray:
         prof = self.profile(job)
         topo = self.topo
-        gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
+        gpus = self._free_gpus  # GPUs with a free slot per server, whatever the job
+        if gpus is None:
+            gpus = self._free_gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
         cores = (self.cores_free - reserve_ps * prof.ps_cores) / max(prof.worker_cores, 1e-9)
         mem = (self.mem_free - reserve_ps * prof.ps_mem_gb) / max(prof.worker_mem_gb, 1e-9)
         return np.maximum(np.minimum(gpus, np.floor(np.minimum(cores, mem) + 1e-9)), 0).astype(np.int64)
@@ -84,26 +105,29 @@ class Occupancy:
         if n_ps == 0:
             return ()
         topo, prof = self.topo, self.profile(job)
-        cores = self.cores_free.copy()
-        mem = self.mem_free.copy()
         srv_w = np.bincount(topo.gpu_server[workers], minlength=topo.n_servers)
-        cores -= srv_w * prof.worker_cores
-        mem -= srv_w * prof.worker_mem_gb
-        # Sockets of the workers first (in order of how many workers they host).
-        ws = topo.gpu_socket[workers]
-        uniq, cnt = np.unique(ws, return_counts=True)
-        pref = list(uniq[np.argsort(-cnt, kind="stable")])
-        others = np.argsort(-cores[topo.socket_server], kind="stable")
-        order = pref + [int(s) for s in others if s not in set(pref)]
+        cores = self.cores_free - srv_w * prof.worker_cores
+        mem = self.mem_free - srv_w * prof.worker_mem_gb
+        # Sockets of the workers first (in order of how many workers they host; ties: lowest first).
+        per_sock: dict[int, int] = {}
+        for s in topo.gpu_socket[workers].tolist():
+            per_sock[s] = per_sock.get(s, 0) + 1
+        pref = sorted(per_sock, key=lambda s: (-per_sock[s], s))
+        taken = set(pref)
+        others = np.argsort(-cores[topo.socket_server], kind="stable").tolist()
+        order = pref + [s for s in others if s not in taken]
+        server_of = topo.socket_server.tolist()
+        cores_l, mem_l = cores.tolist(), mem.tolist()  # Python floats: the same arithmetic, faster one by one
+        need_c, need_m = prof.ps_cores - 1e-9, prof.ps_mem_gb - 1e-9
         out: list[int] = []
         while len(out) < n_ps:
             placed = False
             for s in order:
-                srv = topo.socket_server[s]
-                if cores[srv] >= prof.ps_cores - 1e-9 and mem[srv] >= prof.ps_mem_gb - 1e-9:
-                    out.append(int(s))
-                    cores[srv] -= prof.ps_cores
-                    mem[srv] -= prof.ps_mem_gb
+                srv = server_of[s]
+                if cores_l[srv] >= need_c and mem_l[srv] >= need_m:
+                    out.append(s)
+                    cores_l[srv] -= prof.ps_cores
+                    mem_l[srv] -= prof.ps_mem_gb
                     placed = True
                     if len(out) == n_ps:
                         break

@@ -21,7 +21,6 @@ scale_factor) that file does not have, ``duration_s`` is None.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -31,20 +30,18 @@ JOB_TYPE = re.compile(r"^(?P<model>.+?)(?: \(batch size (?P<batch>\d+)\))?$")
 
 
 def load_throughputs(path: str | Path, worker_type: str = "v100") -> dict[str, float]:
-    """``str((job_type, scale_factor))`` -> isolated steps/s on ``worker_type``."""
+    """``str((job_type, scale_factor))`` -> isolated steps/s on ``worker_type``
+    (read by ``cluster.gpu_speed.read_gavel_throughputs``, which the GPU
+    speeds of the performance models read too)."""
+    from hrlsched.cluster.gpu_speed import GavelFormatError, read_gavel_throughputs
+
     try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise FileNotFoundError(f"{path}: no such file (Gavel simulation_throughputs.json)") from None
-    except json.JSONDecodeError as e:
-        raise TraceFormatError(f"{path}: not valid JSON: {e}") from None
+        data = read_gavel_throughputs(path)
+    except GavelFormatError as e:
+        raise TraceFormatError(str(e)) from None
     if worker_type not in data:
         raise TraceFormatError(f"{path}: no worker type {worker_type!r}; expected one of {sorted(data)}")
-    out = {}
-    for key, v in data[worker_type].items():
-        if isinstance(v, dict) and isinstance(v.get("null"), (int, float)):
-            out[key] = float(v["null"])
-    return out
+    return {str(key): v for key, v in data[worker_type].items()}
 
 
 def load(path: str | Path, throughputs: str | Path | None = None, worker_type: str = "v100") -> list[TraceRecord]:
