@@ -85,7 +85,7 @@ def test_dl2_actions_and_masks() -> None:
 
 def tiny_dl2(out: Path, **kw: object) -> dl2.Trainer:
     cfg = dl2.DL2Config(overrides=TINY, train_seeds=[1000, 1001, 1002], valid_seeds=[100], window=10,
-                        sl_episodes=3, sl_epochs=20, minutes=None, steps=1, eval_every_min=100.0,
+                        sl_episodes=3, sl_epochs=40, sl_minibatch=32, minutes=None, steps=1, eval_every_min=100.0,
                         horizon_h=None, **kw)  # type: ignore[arg-type]
     return dl2.Trainer(cfg, out, log=lambda s: None)
 
@@ -138,7 +138,7 @@ def test_dl2_runs_inside_the_engine(dl2_run: Path, tmp_path: Path) -> None:
 def test_harmony_prediction_network_lowers_held_out_error() -> None:
     from hrlsched.policies.registry import make_scheduler
 
-    pool = WorkloadPool("default", [1000, 1001, 100], TINY_H)
+    pool = WorkloadPool("default", [1000, 1001, 1002, 1003, 100, 101], TINY_H)
     cfg = harmony.HarmonyConfig(overrides=TINY_H)
 
     def samples(seeds: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -150,15 +150,16 @@ def test_harmony_prediction_network_lowers_held_out_error() -> None:
                 ys += ep.sample_y
         return np.asarray(xs), np.asarray(ys)
 
-    X, y = samples([1000, 1001])
-    HX, Hy = samples([100])
-    assert len(y) > 100 and len(Hy) > 30 and X.shape[1] == len(harmony.PRED_FEATURES)
+    X, y = samples([1000, 1001, 1002, 1003])
+    HX, Hy = samples([100, 101])  # held out: other workloads
+    assert len(y) > 300 and len(Hy) > 100 and X.shape[1] == len(harmony.PRED_FEATURES)
     torch.manual_seed(0)
     net = harmony.HarmonyNet(cfg)
     before = harmony.predictor_mse(net, HX, Hy)
     harmony.fit_predictor(net, X, y, 40, 3e-3, np.random.default_rng(0))
     after = harmony.predictor_mse(net, HX, Hy)
-    assert after < before / 2 and after < float(Hy.var()), (before, after, float(Hy.var()))
+    # well below the untrained error and below predicting the held-out mean
+    assert after < before / 4 and after < 0.6 * float(Hy.var()), (before, after, float(Hy.var()))
 
 
 @pytest.fixture(scope="module")
@@ -173,8 +174,8 @@ def harmony_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_harmony_learns_on_a_tiny_scenario_and_beats_random(harmony_run: Path) -> None:
     cfg, net = harmony.build_net(harmony.load_checkpoint(harmony_run / "best.pt"))
-    pool = WorkloadPool("default", [100, 101], TINY_H)
-    seeds = (100, 101)
+    seeds = (100, 101, 102, 103)
+    pool = WorkloadPool("default", list(seeds), TINY_H)
     learned = np.mean([harmony.run_episode(pool, s, harmony.HarmonyScheduler(net=net, cfg=cfg), None).avg_jct_s
                        for s in seeds])
     rand = harmony.HarmonyScheduler(net=net, cfg=cfg, act="random")
@@ -218,3 +219,23 @@ def test_checkpoints_of_another_kind_or_schema_are_refused(dl2_run: Path, tmp_pa
         make_scheduler("dl2", checkpoint=str(tmp_path / "missing.pt"))
     # written whole: no temporary file left beside the checkpoints
     assert not [p for p in dl2_run.iterdir() if p.name.startswith(".")]
+
+
+def test_invalid_settings_are_named(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="gamma: expected a value in \\[0, 1\\]"):
+        dl2.DL2Config(gamma=1.5).validate()
+    with pytest.raises(ValueError, match="window: expected a positive integer"):
+        dl2.DL2Config(window=0).validate()
+    with pytest.raises(ValueError, match="net: expected 'shared' or 'fc'"):
+        dl2.DL2Config(net="cnn").validate()
+    with pytest.raises(ValueError, match="allocation: unknown policy 'nope'"):
+        harmony.HarmonyConfig(allocation="nope").validate()
+    with pytest.raises(ValueError, match="lr, value_lr, pred_lr, sl_lr"):
+        harmony.HarmonyConfig(lr=0.0).validate()
+    # a hand-edited config.yaml of a run: wrong types and unknown names are named
+    (tmp_path / "config.yaml").write_text("lr: fast\n")
+    with pytest.raises(ValueError, match="lr: expected a value like 0.0002, got 'fast'"):
+        lit.read_config(tmp_path, dl2.DL2Config)
+    (tmp_path / "config.yaml").write_text("speed: 3\n")
+    with pytest.raises(ValueError, match="unknown settings \\['speed'\\]"):
+        lit.read_config(tmp_path, harmony.HarmonyConfig)

@@ -89,7 +89,7 @@ HOUR = 3600.0
 SCALE = 16.0  # workers and PSs are divided by this
 WORKER, PS, BUNDLE = 0, 1, 2
 JOB_FEATURES = ("valid", *(f"type:{m}" for m in DL2_MODELS), "stay_h", "remaining_h", "done", "dom_share",
-                "workers", "ps", "requested", "is_ps", "running_workers", "running_ps",
+                "workers", "ps", "requested", "unmet", "is_ps", "running_workers", "running_ps",
                 "rate", "gain_worker", "gain_ps", "gain_bundle")
 RATE_SCALE = 10.0  # normalised progress per hour is divided by this
 GLOBAL_FEATURES = ("free_gpus", "free_cores", "free_mem", "window_jobs", "backlog")
@@ -117,20 +117,20 @@ class DL2Config:
     # supervised warm-up on DRF
     sl_episodes: int = 4
     sl_epochs: int = 15
-    sl_lr: float = 1e-3
-    sl_minibatch: int = 256
+    sl_lr: float = 3e-3
+    sl_minibatch: int = 64
     # actor-critic
     reward: str = "progress"  # the paper's; "jct": minus jobs in the system x time (Decima)
     gamma: float = 0.99  # per slot of slot_min simulated minutes (the paper's slot: 20)
     slot_min: float = 20.0
-    shaping_h: float = 0.05  # potential-based shaping: this x the predicted progress per hour (0: none)
-    lr: float = 1e-4
+    shaping_h: float = 0.2  # potential-based shaping: this x the predicted progress per hour (0: none)
+    lr: float = 2e-4
     value_lr: float = 1e-3
     gae_lambda: float = 0.95  # advantages: GAE over inferences (reward at a point's last one)
-    entropy: float = 0.001
+    entropy: float = 0.003
     replay: int = 65536  # the paper's larger setting: an episode is ~15,000 inferences
     minibatch: int = 256
-    updates: int = 32  # minibatch updates after each episode
+    updates: int = 64  # minibatch updates after each episode
     epsilon: float = 0.1  # job-aware exploration, decays linearly to epsilon_end
     epsilon_end: float = 0.0
     value_scale: float = 10.0
@@ -146,9 +146,22 @@ class DL2Config:
             raise ValueError(f"reward: expected 'progress' or 'jct', got {self.reward!r}")
         if self.minutes is None and self.steps is None:
             raise ValueError("expected a budget: minutes or steps")
-        for name in ("window", "max_workers", "hidden", "value_hidden", "replay", "minibatch"):
+        for name in ("window", "max_workers", "hidden", "value_hidden", "replay", "minibatch", "sl_minibatch"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        for name in ("sl_episodes", "sl_epochs", "updates"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda", "epsilon", "epsilon_end"):
+            if not 0.0 <= float(getattr(self, name)) <= 1.0:
+                raise ValueError(f"{name}: expected a value in [0, 1], got {getattr(self, name)}")
+        for name in ("lr", "value_lr", "sl_lr", "slot_min", "value_scale"):
+            if not float(getattr(self, name)) > 0:
+                raise ValueError(f"{name}: expected a positive value, got {getattr(self, name)}")
+        if self.shaping_h < 0 or self.entropy < 0:
+            raise ValueError(f"shaping_h, entropy: expected values >= 0, got {self.shaping_h}, {self.entropy}")
+        if self.horizon_h is not None and self.horizon_h <= 0:
+            raise ValueError(f"horizon_h: expected a positive number of hours or null, got {self.horizon_h}")
 
     @property
     def n_inputs(self) -> int:
@@ -283,6 +296,7 @@ class Point:
                 X[k, _COL["running_ps"]] = pl.n_ps / SCALE
         X[:n, _COL["valid"]] = 1.0
         X[:n, _COL["requested"]] = self.req[:n] / SCALE
+        X[:n, _COL["unmet"]] = 1.0  # workers still below the request (updated by act)
         X[:n, _COL["is_ps"]] = self.is_ps[:n]
         self.X = X
         # predicted normalised progress per hour at (w, p): speed alone / total work
@@ -371,6 +385,7 @@ class Point:
             self.free -= self.dp[k]
         X = self.X
         X[k, _COL["workers"]] = self.w[k] / SCALE
+        X[k, _COL["unmet"]] = float(self.w[k] < self.req[k])
         X[k, _COL["ps"]] = self.p[k] / SCALE
         X[k, _COL["dom_share"]] = float(np.max((self.w[k] * self.dw[k] + self.p[k] * self.dp[k]) / self.cap))
         self._rates(k)
@@ -712,9 +727,9 @@ class Trainer:
             self.opt_v.zero_grad()
             vf.backward()
             self.opt_v.step()
-            stats["pg"].append(float(pg))
-            stats["vf"].append(float(vf))
-            stats["ent"].append(float(ent))
+            stats["pg"].append(float(pg.detach()))
+            stats["vf"].append(float(vf.detach()))
+            stats["ent"].append(float(ent.detach()))
         return {k: float(np.mean(v)) for k, v in stats.items()}
 
     def advantages(self, ep: Episode, lam: float | None = None) -> tuple[np.ndarray, np.ndarray]:

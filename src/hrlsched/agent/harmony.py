@@ -86,13 +86,16 @@ SHIPPED = "harmony-default.pt"
 HOUR = 3600.0
 TYPES = DL2_MODELS
 _T = {m: i for i, m in enumerate(TYPES)}
-SERVER_FEATURES = ("valid", "free_gpus", "free_switch_gpus", "free_cores", "free_mem", "own_workers", "own_ps",
+SERVER_FEATURES = ("valid", "fits_rest", "free_gpus", "free_switch_gpus", "free_cores", "free_mem", "own_workers", "own_ps",
                    "other_workers", "other_ps", "other_multi", "nic_gbps", *(f"other:{m}" for m in TYPES))
 TASK_FEATURES = (*(f"type:{m}" for m in TYPES), "workers", "ps", "workers_left", "ps_left", "placing_ps",
                  "params_gb", "is_ps", "sensitivity", "free_cluster")
 PRED_FEATURES = (*(f"type:{m}" for m in TYPES), "workers", "ps", "is_ps", "async", "servers", "max_server_share",
                  "switches", "cross_socket", "remote_ps", "others_switch", "others_socket", "others_server",
                  "others_multi", "nic_gbps", "params_gb")
+
+
+_S = {n: i for i, n in enumerate(SERVER_FEATURES)}
 
 
 def features() -> dict[str, list[str]]:
@@ -119,12 +122,17 @@ class HarmonyConfig:
     pred_buffer: int = 50000
     refit_every: int = 10  # episodes between refits on the samples seen since
     refit_epochs: int = 3
+    # supervised warm-up of the actor on pack's rule (0 episodes: none)
+    sl_episodes: int = 4
+    sl_epochs: int = 12
+    sl_lr: float = 3e-3
+    sl_minibatch: int = 64
     # actor-critic
     gamma: float = 0.9  # per job placed
     gae_lambda: float = 0.95
-    lr: float = 3e-4
+    lr: float = 1e-4
     value_lr: float = 1e-3
-    entropy: float = 0.01
+    entropy: float = 0.003
     replay: int = 16384
     minibatch: int = 256
     updates: int = 16
@@ -145,6 +153,18 @@ class HarmonyConfig:
             raise ValueError(f"history: unknown placements {bad}; expected among {sorted(PLACEMENTS)}")
         if self.minutes is None and self.steps is None:
             raise ValueError("expected a budget: minutes or steps")
+        for name in ("hidden", "pred_hidden", "replay", "minibatch", "sl_minibatch", "pred_buffer", "refit_every"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        for name in ("history_episodes", "sl_episodes", "sl_epochs", "pred_epochs", "refit_epochs", "updates"):
+            if int(getattr(self, name)) < 0:
+                raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)}")
+        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.gae_lambda <= 1.0:
+            raise ValueError(f"gamma, gae_lambda: expected values in [0, 1], got {self.gamma}, {self.gae_lambda}")
+        if not 0.0 <= self.epsilon <= 1.0 or not 0.0 <= self.epsilon_end <= 1.0:
+            raise ValueError(f"epsilon, epsilon_end: expected values in [0, 1], got {self.epsilon}, {self.epsilon_end}")
+        if min(self.lr, self.value_lr, self.pred_lr, self.sl_lr) <= 0:
+            raise ValueError("lr, value_lr, pred_lr, sl_lr: expected positive learning rates")
 
 
 class HarmonyNet(nn.Module):
@@ -406,23 +426,26 @@ class HarmonyScheduler(Scheduler):
         valid = np.bincount(unit_server, weights=valid_units, minlength=M) > 0
         S = np.zeros((M, len(SERVER_FEATURES)), dtype=np.float32)
         S[:, 0] = valid
+        # the server holds every worker still to place (the job stays on few servers)
+        S[:, 1] = valid & (np.bincount(unit_server, weights=valid_units, minlength=M)
+                           >= (part.n_workers - len(part.gpus) if worker else 1))
         free = (part.gpu_left > 0).astype(float)
-        S[:, 1] = np.bincount(t.gpu_server, weights=free, minlength=M) / self._srv_gpus
+        S[:, 2] = np.bincount(t.gpu_server, weights=free, minlength=M) / self._srv_gpus
         sw_free = np.bincount(t.gpu_switch, weights=free, minlength=t.n_switches)
         best = np.zeros(M)
         np.maximum.at(best, t.switch_server, sw_free / np.maximum(self._sw_size, 1))
-        S[:, 2] = best
-        S[:, 3] = part.cores_left / np.maximum(t.server_cores, 1e-9)
-        S[:, 4] = part.mem_left / np.maximum(t.server_mem_gb, 1e-9)
+        S[:, 3] = best
+        S[:, 4] = part.cores_left / np.maximum(t.server_cores, 1e-9)
+        S[:, 5] = part.mem_left / np.maximum(t.server_mem_gb, 1e-9)
         g = np.asarray(part.gpus, dtype=np.int64)
-        S[:, 5] = np.bincount(t.gpu_server[g], minlength=M) / max(part.n_workers, 1)
-        S[:, 6] = np.bincount(t.socket_server[np.asarray(part.sockets, dtype=np.int64)], minlength=M) / max(part.n_ps, 1)
+        S[:, 6] = np.bincount(t.gpu_server[g], minlength=M) / max(part.n_workers, 1)
+        S[:, 7] = np.bincount(t.socket_server[np.asarray(part.sockets, dtype=np.int64)], minlength=M) / max(part.n_ps, 1)
         nb = self.nb
-        S[:, 7] = (nb.srv_t - nb.srv_ps) / self._srv_gpus
-        S[:, 8] = nb.srv_ps / 8.0
-        S[:, 9] = nb.srv_multi / 4.0
-        S[:, 10] = t.nic_gbps / 25.0
-        S[:, 11:] = nb.srv_type_w / self._srv_gpus[:, None]
+        S[:, 8] = (nb.srv_t - nb.srv_ps) / self._srv_gpus
+        S[:, 9] = nb.srv_ps / 8.0
+        S[:, 10] = nb.srv_multi / 4.0
+        S[:, 11] = t.nic_gbps / 25.0
+        S[:, 12:] = nb.srv_type_w / self._srv_gpus[:, None]
         T = np.zeros(len(TASK_FEATURES), dtype=np.float32)
         ti = _T.get(job.model)
         if ti is not None:
@@ -459,15 +482,36 @@ class HarmonyScheduler(Scheduler):
         return dp.place_off + dp.max_gpus + int(socks[key[0]])
 
     def _explore(self, S: np.ndarray, valid: np.ndarray) -> int:
-        own = S[:, 5] + S[:, 6]
+        own = S[:, _S["own_workers"]] + S[:, _S["own_ps"]]
         cand = np.flatnonzero(valid & (own > 0))
         if cand.size:
             return int(cand[np.argmax(own[cand])])
         return int(self.rng.choice(np.flatnonzero(valid)))
 
+    def pack_server(self, valid: np.ndarray) -> int:
+        """The supervised warm-up's teacher, ``pack``'s rule in Harmony's
+        action space: the server holding most of the job's workers while it
+        has room, else the fullest server that fits the workers left (best
+        fit), else the emptiest; a PS to the server of most of its workers."""
+        part, t = self.dp.part, self.topo  # type: ignore[union-attr]
+        own = part.workers_on_server
+        if part.placing_worker:
+            free = np.bincount(t.gpu_server, weights=part.gpu_mask(), minlength=t.n_servers)
+            free = np.where(valid, free, 0.0)
+            if (own[valid] > 0).any():
+                return int(np.argmax(np.where(valid, own, -1)))
+            left = part.n_workers - len(part.gpus)
+            fits = np.flatnonzero(free >= left)
+            if fits.size:
+                return int(fits[np.argmin(free[fits])])
+            return int(np.argmax(free))
+        return int(np.argmax(np.where(valid, own, -1)))
+
     def choose(self, S: np.ndarray, T: np.ndarray, valid: np.ndarray) -> int:
         if self.act == "random":  # uniform over the valid servers (a baseline)
             return int(self.rng.choice(np.flatnonzero(valid)))
+        if self.act == "pack":
+            return self.pack_server(valid)
         logits = self.actor(np.concatenate([S, np.broadcast_to(T, (S.shape[0], T.size))], 1))[:, 0]
         if self.act == "greedy":
             return int(np.argmax(lit.masked_logits(logits, valid)))
@@ -620,6 +664,7 @@ class Trainer:
         self.elapsed_s = 0.0
         self.best_jct_s = math.inf
         self.history_done = False
+        self.sl_done = False
         if resume:
             last = self.out / "last.pt"
             if not last.is_file():
@@ -636,7 +681,7 @@ class Trainer:
         return {"config": dataclasses.asdict(self.cfg), "features": features(),
                 "state_dict": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
                 "episodes": self.episodes, "steps": self.steps, "elapsed_s": self.elapsed_s,
-                "best_jct_s": self.best_jct_s, "history_done": self.history_done,
+                "best_jct_s": self.best_jct_s, "history_done": self.history_done, "sl_done": self.sl_done,
                 "opt_pi": self.opt_pi.state_dict(), "opt_v": self.opt_v.state_dict(),
                 "opt_pred": self.opt_pred.state_dict(), "rng": lit.rng_state(self.rng),
                 "samples": {k: v[: self.samples.size] for k, v in self.samples.data.items()}}
@@ -653,6 +698,7 @@ class Trainer:
         self.episodes, self.steps = int(ck["episodes"]), int(ck["steps"])
         self.elapsed_s, self.best_jct_s = float(ck["elapsed_s"]), float(ck["best_jct_s"])
         self.history_done = bool(ck["history_done"])
+        self.sl_done = bool(ck.get("sl_done", True))
         if ck.get("samples"):
             self.samples.add(**ck["samples"])
 
@@ -692,12 +738,64 @@ class Trainer:
                  f"of seed {cfg.valid_seeds[0]} (variance {float(Hy.var()):.4f})")
         self.history_done = True
 
+    # -- supervised warm-up on pack's rule
+    def supervised(self) -> None:
+        """Cross-entropy of the actor on the servers ``pack_server`` picks (a
+        start from a sound placement, as DL2 starts from DRF; not in
+        Harmony's papers), and the critic on those episodes' returns."""
+        cfg = self.cfg
+        t0 = time.time()
+        seeds = [int(s) for s in self.rng.choice(cfg.train_seeds, size=min(cfg.sl_episodes, len(cfg.train_seeds)),
+                                                 replace=False)]
+        teacher = HarmonyScheduler(net=self.net, cfg=cfg, act="pack")
+        eps = [run_episode(self.pool, s, teacher, self.horizon_s(), record=True) for s in seeds]
+        valid = run_episode(self.pool, cfg.valid_seeds[0], teacher, self.horizon_s(), record=True)
+        padded = [_pad(e.servers, e.masks, self.M) for e in eps]
+        S = np.concatenate([p[0] for p in padded]).astype(np.float32)
+        Vm = np.concatenate([p[1] for p in padded])
+        T = np.concatenate([e.tasks for e in eps])
+        A = np.concatenate([e.actions for e in eps])
+        vs, vm = (torch.from_numpy(x) for x in _pad(valid.servers, valid.masks, self.M))
+        vs, vt, va = vs.float(), torch.from_numpy(valid.tasks), torch.from_numpy(valid.actions)
+        opt = torch.optim.Adam(self.net.actor.parameters(), lr=cfg.sl_lr)
+        acc = math.nan
+        for _ in range(cfg.sl_epochs):
+            order = self.rng.permutation(A.size)
+            for i in range(0, A.size, cfg.sl_minibatch):
+                idx = order[i:i + cfg.sl_minibatch]
+                d = MaskedCategorical(self.net.logits(torch.from_numpy(S[idx]), torch.from_numpy(T[idx])),
+                                      torch.from_numpy(Vm[idx]))
+                loss = -d.log_prob(torch.from_numpy(A[idx])).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+            if va.numel():
+                with torch.no_grad():
+                    acc = float((MaskedCategorical(self.net.logits(vs, vt), vm).greedy() == va).float().mean())
+        # the critic on the teacher's returns, so that the first advantages are not against noise
+        G = np.concatenate([self.advantages(e, torch.from_numpy(p[0].astype(np.float32)), torch.from_numpy(e.tasks),
+                                            torch.from_numpy(p[1]), lam=1.0)[1]
+                            for e, p in zip(eps, padded)]).astype(np.float32)
+        for _ in range(max(cfg.sl_epochs // 2, 1)):
+            order = self.rng.permutation(A.size)
+            for i in range(0, A.size, cfg.sl_minibatch):
+                idx = order[i:i + cfg.sl_minibatch]
+                v = self.net.value(torch.from_numpy(S[idx]), torch.from_numpy(T[idx]), torch.from_numpy(Vm[idx]))
+                vf = (v - torch.from_numpy(G[idx])).pow(2).mean()
+                self.opt_v.zero_grad()
+                vf.backward()
+                self.opt_v.step()
+        self.log(f"pack warm-up: {A.size} teacher inferences on seeds {seeds}, {cfg.sl_epochs} epochs "
+                 f"({time.time() - t0:.0f} s); accuracy on seed {cfg.valid_seeds[0]}: {acc:.3f}")
+        self.save("sl.pt")
+
     # -- actor-critic with experience replay
-    def advantages(self, ep: Episode, S: torch.Tensor, T: torch.Tensor, V: torch.Tensor) -> tuple[np.ndarray,
-                                                                                                   np.ndarray]:
+    def advantages(self, ep: Episode, S: torch.Tensor, T: torch.Tensor, V: torch.Tensor,
+                   lam: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """GAE over inferences: a job's reward comes after its last task, and
         the discount is gamma per job placed."""
         cfg = self.cfg
+        lam = cfg.gae_lambda if lam is None else lam
         with torch.no_grad():
             v = self.net.value(S, T, V).numpy().astype(np.float64)
         J, n = ep.rewards.size, ep.actions.size
@@ -711,7 +809,7 @@ class Trainer:
         adv = np.zeros(n)
         acc = 0.0
         for i in range(n - 1, -1, -1):
-            acc = delta[i] + disc[i] * cfg.gae_lambda * acc
+            acc = delta[i] + disc[i] * lam * acc
             adv[i] = acc
         return adv, adv + v
 
@@ -777,6 +875,11 @@ class Trainer:
         start, base = time.time(), self.elapsed_s
         if not self.history_done:
             self.history()
+            self.save()
+        if not self.sl_done:
+            if cfg.sl_episodes > 0:
+                self.supervised()
+            self.sl_done = True
             self.save()
         if self.best_jct_s == math.inf:
             self.best_jct_s = evaluate(self.pool, self.net, cfg, cfg.valid_seeds)

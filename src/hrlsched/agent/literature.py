@@ -63,6 +63,14 @@ def read_config(out: Path, cls: type) -> Any:
     unknown = sorted(set(raw) - names)
     if unknown:
         raise ValueError(f"{out / 'config.yaml'}: unknown settings {unknown}")
+    defaults = cls()
+    for k, v in raw.items():  # a hand-edited value of the wrong type is named, not failed on later
+        d = getattr(defaults, k)
+        if isinstance(d, float) and isinstance(v, int) and not isinstance(v, bool):
+            raw[k] = float(v)
+        elif d is not None and v is not None and not isinstance(v, type(d)) and not (
+                isinstance(d, float) and v is None):
+            raise ValueError(f"{out / 'config.yaml'}: {k}: expected a value like {d!r}, got {v!r}")
     return cls(**raw)
 
 
