@@ -35,8 +35,9 @@ loss and the entropy use the same masked distribution (the code multiplied
 the softmax output by the mask, renormalised for sampling, and trained on
 the unmasked output); the DRF warm-up is on by default (off in the code's
 ``parameters.py``); no one-worker-one-PS bundle is handed to every job at
-the start of a slot (``ASSIGN_BUNDLE`` in the code, not in the paper), and
-no sample injection or reward-sorted priority replay (code options, not in
+the start of a slot (``ASSIGN_BUNDLE`` in the code, not in the paper;
+here the network chooses, though *stop* waits until every window job that
+fits has a worker, see below), and no sample injection or reward-sorted priority replay (code options, not in
 the paper).
 
 Simplified or adapted (also in docs/policies.md):
@@ -47,14 +48,30 @@ Simplified or adapted (also in docs/policies.md):
 - masks the paper leaves implicit: a PS job starts with a bundle (a worker
   without a PS cannot run), PSs never outnumber workers, at most
   ``max_workers`` (16, the code's ``MAX_NUM_WORKERS``) workers per job,
-  and *stop* is not offered while the decision runs no job and one fits
-  (an idle cluster would never be asked again);
+  and *stop* is offered only once every window job that fits has at least
+  one worker (decision points come at arrivals and completions only: a job
+  left out with the cluster idle would never be asked about again);
 - feasibility is checked on the cluster's total free GPUs, cores and memory
   (as DRF); the final placement keeps running jobs whose allocation did not
   change (no restart), and a job the servers cannot hold after all waits;
-- features added to the paper's: the job's requested GPUs, whether it is a
-  PS job, its workers and PSs running before the decision, and the free
-  share of each resource and the backlog length;
+- features added to the paper's: the job's requested GPUs and whether its
+  workers are still below them (DRF's rule stops a job at its request: with
+  this flag the warm-up imitates DRF's increments at about 94% on a
+  held-back ``default`` episode, as the training log prints), whether it is
+  a PS job, its workers and
+  PSs running before the decision, the predicted normalised progress rate
+  of its allocation so far and the predicted gain of each of its three
+  actions (the predictor's speeds alone, ``ClusterView.perf``), and the
+  free share of each resource and the backlog length;
+- the network: one MLP shared by the window's slots scores each job's
+  three actions from its row, the global features and the window's mean
+  and max rows, and MLPs on that context give *stop* and the value (the
+  same inputs and 3J+1 outputs as the paper's fully connected network,
+  which ``net: fc`` keeps);
+- training signal: the paper's reward, with potential-based shaping
+  (Ng, Harada, Russell, ICML'99; same optimal policies) by the predicted
+  normalised progress rate of the allocation so far, so that each increment
+  gets its own credit, and GAE(0.95) advantages over the inferences;
 - remaining work is the predictor's (``ClusterView.remaining``), as hours
   alone at the requested size; no batch normalisation; advantages are
   normalised per minibatch; inside the engine the policy is greedy.
@@ -181,8 +198,8 @@ class DL2Net(nn.Module):
     inputs and gives the same 3J+1 outputs, but scores each job's three
     actions with one MLP applied to every window slot (its row, the global
     features and the window's mean and max rows as context), and *stop* and
-    the value with MLPs on that context: the flat network could not even
-    imitate DRF on 2 cores (see the module docstring)."""
+    the value with MLPs on that context (the flat network needs a
+    weight per window slot for what is the same rule for every job)."""
 
     def __init__(self, cfg: DL2Config) -> None:
         super().__init__()

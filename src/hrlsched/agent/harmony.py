@@ -53,6 +53,20 @@ Simplified or adapted (also in docs/policies.md):
 - the episodes run in the simulator (decision points at arrivals and
   completions), whose true speeds are the "observed" samples; rewards never
   read the simulator's speeds directly, only the prediction network's;
+- added: before the actor-critic, a supervised warm-up of the actor on
+  ``pack``'s rule played in Harmony's own action space (``pack_server``:
+  the server of most of the job's workers while it has room, else the
+  fullest one that holds the workers left, else the emptiest), as DL2
+  starts from DRF; the papers start the actor from scratch and let the
+  reward network stand in for the cluster (a start from scratch did not
+  fit this project's training budget of minutes on 2 shared cores);
+- added server feature ``fits_rest`` (the server holds every worker still
+  to place), which the papers' per-server free-resource inputs imply but a
+  small network reads poorly from two numbers;
+- the shipped checkpoint (``harmony-default.pt``) was trained on ``comm``
+  (``default`` with 10 Gbit/s NICs and PCIe switches of 4 GPUs, given as
+  ``--set`` overrides), the scenario where placement and interference
+  matter; GAE(0.95) advantages;
 - jobs the allocation keeps unchanged stay where they run (no restart), as
   in every placement of this project; inside the engine the policy is
   greedy.
