@@ -183,6 +183,16 @@ def test_harmony_learns_on_a_tiny_scenario_and_beats_random(harmony_run: Path) -
     assert learned < random_, (learned, random_)
 
 
+def test_harmony_resumes_from_its_last_checkpoint(harmony_run: Path) -> None:
+    before = harmony.load_checkpoint(harmony_run / "last.pt")
+    t = harmony.Trainer(harmony.HarmonyConfig(**before["config"]), harmony_run, log=lambda s: None, resume=True)
+    assert (t.episodes, t.steps) == (before["episodes"], before["steps"]) and t.history_done and t.sl_done
+    assert t.samples.size == len(before["samples"]["y"]) > 0  # the observed samples come back too
+    t.cfg.steps = t.steps + 1
+    t.run()
+    assert harmony.load_checkpoint(harmony_run / "last.pt")["episodes"] == before["episodes"] + 1
+
+
 def test_harmony_runs_inside_the_engine(harmony_run: Path, tmp_path: Path) -> None:
     from hrlsched.config import resolve_run_config
     from hrlsched.run import simulate
