@@ -133,26 +133,27 @@ class DL2Config:
     value_hidden: int = 64
     # supervised warm-up on DRF
     sl_episodes: int = 4
-    sl_epochs: int = 15
+    sl_epochs: int = 10
     sl_lr: float = 3e-3
     sl_minibatch: int = 64
     # actor-critic
     reward: str = "progress"  # the paper's; "jct": minus jobs in the system x time (Decima)
     gamma: float = 0.99  # per slot of slot_min simulated minutes (the paper's slot: 20)
     slot_min: float = 20.0
-    shaping_h: float = 0.2  # potential-based shaping: this x the predicted progress per hour (0: none)
+    shaping_h: float = 1.0  # potential-based shaping: this x the predicted progress per hour (0: none)
     lr: float = 2e-4
     value_lr: float = 1e-3
     gae_lambda: float = 0.95  # advantages: GAE over inferences (reward at a point's last one)
-    entropy: float = 0.003
+    entropy: float = 0.001
     replay: int = 65536  # the paper's larger setting: an episode is ~15,000 inferences
     minibatch: int = 256
     updates: int = 64  # minibatch updates after each episode
     epsilon: float = 0.1  # job-aware exploration, decays linearly to epsilon_end
     epsilon_end: float = 0.0
     value_scale: float = 10.0
+    is_clip: float = 1.0  # truncation of the replay's importance weights (ACER's c)
     horizon_h: float | None = 12.0  # training episodes stop after this simulated time (None: whole workload)
-    eval_every_min: float = 2.0
+    eval_every_min: float = 3.0
     checkpoint_every_min: float = 3.0
 
     def validate(self) -> None:
@@ -172,7 +173,7 @@ class DL2Config:
         for name in ("gamma", "gae_lambda", "epsilon", "epsilon_end"):
             if not 0.0 <= float(getattr(self, name)) <= 1.0:
                 raise ValueError(f"{name}: expected a value in [0, 1], got {getattr(self, name)}")
-        for name in ("lr", "value_lr", "sl_lr", "slot_min", "value_scale"):
+        for name in ("lr", "value_lr", "sl_lr", "slot_min", "value_scale", "is_clip"):
             if not float(getattr(self, name)) > 0:
                 raise ValueError(f"{name}: expected a positive value, got {getattr(self, name)}")
         if self.shaping_h < 0 or self.entropy < 0:
@@ -443,12 +444,13 @@ class Point:
             return best
         return 3 * J if m[3 * J] else int(np.flatnonzero(m)[0])
 
-    def explore_action(self, rng: np.random.Generator) -> int | None:
-        """Job-aware exploration: an action that fixes a poorly resourced
-        job, or None when no job is."""
+    def explore_candidates(self) -> list[int]:
+        """Job-aware exploration: the actions that fix a poorly resourced job
+        (one with nothing, a PS job short of PSs, or one far below the best
+        served job), drawn uniformly; empty when no job is."""
         m, n = self._mask, self.n
         if n == 0:
-            return None
+            return []
         tasks = self.w[:n] + self.p[:n]
         cands: list[int] = []
         for k in range(n):
@@ -458,11 +460,8 @@ class Point:
             elif self.is_ps[k] and wk > 4 * pk:
                 cands.append(3 * k + PS)
             elif tasks.max() > 4 * tasks[k]:
-                cands.append(3 * k + (BUNDLE if self.is_ps[k] and rng.random() < 0.5 else WORKER))
-        cands = [a for a in cands if m[a]]
-        if not cands:
-            return None
-        return int(cands[int(rng.integers(len(cands)))])
+                cands += [3 * k + WORKER, 3 * k + BUNDLE] if self.is_ps[k] else [3 * k + WORKER]
+        return [a for a in cands if m[a]]
 
 
 # ---------------------------------------------------------------- scheduler
@@ -503,6 +502,7 @@ class DL2Scheduler(Scheduler):
         self.act = act  # "greedy", "sample", "drf" (the teacher) or "random"
         self.rng = np.random.default_rng(0)
         self.epsilon = 0.0
+        self.mu = 1.0  # behaviour probability of the last action chosen
         self.recording = False
         self.placement = BalancePlacement()
 
@@ -521,6 +521,7 @@ class DL2Scheduler(Scheduler):
         self.teacher: list[int] = []
         self.point_of: list[int] = []
         self.potential: list[float] = []
+        self.mus: list[float] = []  # behaviour probability of each recorded action
         self.points = 0
 
     def choose(self, pt: Point) -> int:
@@ -531,17 +532,24 @@ class DL2Scheduler(Scheduler):
         logits = self.policy(pt.state())
         if self.act == "greedy":
             return int(np.argmax(lit.masked_logits(logits, pt.mask())))
-        if self.epsilon > 0 and self.rng.random() < self.epsilon:
-            a = pt.explore_action(self.rng)
-            if a is not None:
-                return a
-        return lit.sample_masked(logits, pt.mask(), self.rng)
+        p = lit.masked_softmax(logits, pt.mask())
+        cands = pt.explore_candidates() if self.epsilon > 0 else []
+        if cands and self.rng.random() < self.epsilon:
+            a = cands[int(self.rng.integers(len(cands)))]
+        else:
+            a = int(self.rng.choice(p.size, p=p))
+        # the behaviour probability of a (the replay's importance weights)
+        self.mu = float(p[a]) if not cands else (
+            (1 - self.epsilon) * float(p[a]) + self.epsilon * cands.count(a) / len(cands))
+        return a
 
     def decide(self, view: ClusterView) -> Decision:
         pt = Point(view, self.cfg, self.cache, self.profiles)
         while not pt.done:
+            self.mu = 1.0
             a = self.choose(pt)
             if self.recording:
+                self.mus.append(self.mu)
                 self.states.append(pt.state().astype(np.float16))
                 self.masks.append(pt.mask().copy())
                 self.actions.append(a)
@@ -564,6 +572,7 @@ class Episode:
     actions: np.ndarray
     point_of: np.ndarray
     potential: np.ndarray  # per inference, before it
+    mu: np.ndarray  # behaviour probability of each action
     rewards: np.ndarray  # per decision point
     dts: np.ndarray  # simulated seconds of each decision point's step
     avg_jct_s: float
@@ -602,6 +611,7 @@ def run_episode(pool: Any, wseed: int, sched: DL2Scheduler, cfg: DL2Config, reco
         masks=np.asarray(sched.masks, dtype=bool).reshape(-1, J),
         actions=np.asarray(sched.actions, dtype=np.int64),
         point_of=np.asarray(sched.point_of, dtype=np.int64), potential=np.asarray(sched.potential),
+        mu=np.asarray(sched.mus, dtype=np.float32),
         rewards=np.asarray(rewards), dts=np.asarray(dts),
         avg_jct_s=job_s / max(arrived, 1), finished=view is None, inferences=sched.inferences)
 
@@ -734,7 +744,11 @@ class Trainer:
             adv = torch.from_numpy(b["adv"].astype(np.float32))
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             d = MaskedCategorical(self.net.logits(x), torch.from_numpy(b["m"]))
-            pg = -(adv * d.log_prob(torch.from_numpy(b["a"]))).mean()
+            logp = d.log_prob(torch.from_numpy(b["a"]))
+            # truncated importance weights (ACER): replayed and explored actions count as
+            # much as the current policy would take them, at most once
+            w = (logp.detach() - torch.from_numpy(b["mu"]).clamp(min=1e-8).log()).exp().clamp(max=cfg.is_clip)
+            pg = -(w * adv * logp).mean()
             ent = d.entropy().mean()
             self.opt_pi.zero_grad()
             (pg - cfg.entropy * ent).backward()
@@ -797,7 +811,7 @@ class Trainer:
         if ep.actions.size:
             adv, target = self.advantages(ep)
             self.replay.add(x=ep.states, m=ep.masks, a=ep.actions, g=target.astype(np.float32),
-                            adv=adv.astype(np.float32))
+                            adv=adv.astype(np.float32), mu=ep.mu)
         self.steps += int(ep.actions.size)
         self.episodes += 1
         stats = self.update() if self.replay.size >= cfg.minibatch else {"pg": math.nan, "vf": math.nan,

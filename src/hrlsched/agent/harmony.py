@@ -152,6 +152,7 @@ class HarmonyConfig:
     updates: int = 16
     epsilon: float = 0.1
     epsilon_end: float = 0.0
+    is_clip: float = 1.0  # truncation of the replay's importance weights (ACER's c)
     horizon_h: float | None = 12.0
     eval_every_min: float = 3.0
     checkpoint_every_min: float = 3.0
@@ -179,6 +180,8 @@ class HarmonyConfig:
             raise ValueError(f"epsilon, epsilon_end: expected values in [0, 1], got {self.epsilon}, {self.epsilon_end}")
         if min(self.lr, self.value_lr, self.pred_lr, self.sl_lr) <= 0:
             raise ValueError("lr, value_lr, pred_lr, sl_lr: expected positive learning rates")
+        if self.is_clip <= 0:
+            raise ValueError(f"is_clip: expected a positive value, got {self.is_clip}")
 
 
 class HarmonyNet(nn.Module):
@@ -387,6 +390,7 @@ class HarmonyScheduler(Scheduler):
         self.act = act
         self.rng = np.random.default_rng(0)
         self.epsilon = 0.0
+        self.mu = 1.0  # behaviour probability of the last action chosen
         self.recording = False
         self.collect = False  # keep observed (placement, speed) samples
         self.dp = None
@@ -411,6 +415,7 @@ class HarmonyScheduler(Scheduler):
         self.tasks: list[np.ndarray] = []
         self.masks: list[np.ndarray] = []
         self.actions: list[int] = []
+        self.mus: list[float] = []  # behaviour probability of each recorded action
         self.job_of: list[int] = []  # index of the job placement each inference belongs to
         self.rewards: list[float] = []  # one per job placed by the actor
         self.sample_x: list[np.ndarray] = []
@@ -495,12 +500,17 @@ class HarmonyScheduler(Scheduler):
         key = np.lexsort((socks, dp.board.socket_ps[socks], -own_so[socks]))
         return dp.place_off + dp.max_gpus + int(socks[key[0]])
 
-    def _explore(self, S: np.ndarray, valid: np.ndarray) -> int:
+    def _explore(self, S: np.ndarray, valid: np.ndarray) -> np.ndarray:
+        """Job-aware exploration's distribution over servers: the server
+        holding most of the job's tasks, else uniform over the valid ones."""
         own = S[:, _S["own_workers"]] + S[:, _S["own_ps"]]
         cand = np.flatnonzero(valid & (own > 0))
+        q = np.zeros(valid.size)
         if cand.size:
-            return int(cand[np.argmax(own[cand])])
-        return int(self.rng.choice(np.flatnonzero(valid)))
+            q[cand[np.argmax(own[cand])]] = 1.0
+        else:
+            q[valid] = 1.0 / valid.sum()
+        return q
 
     def pack_server(self, valid: np.ndarray) -> int:
         """The supervised warm-up's teacher, ``pack``'s rule in Harmony's
@@ -529,9 +539,14 @@ class HarmonyScheduler(Scheduler):
         logits = self.actor(np.concatenate([S, np.broadcast_to(T, (S.shape[0], T.size))], 1))[:, 0]
         if self.act == "greedy":
             return int(np.argmax(lit.masked_logits(logits, valid)))
+        p = lit.masked_softmax(logits, valid)
+        q = self._explore(S, valid)
         if self.epsilon > 0 and self.rng.random() < self.epsilon:
-            return self._explore(S, valid)
-        return lit.sample_masked(logits, valid, self.rng)
+            a = int(self.rng.choice(q.size, p=q))
+        else:
+            a = int(self.rng.choice(p.size, p=p))
+        self.mu = (1 - self.epsilon) * float(p[a]) + self.epsilon * float(q[a])  # behaviour probability
+        return a
 
     # -- the reward of a job's placement, from the prediction network
     def placement_reward(self, job: Job, pl: Placement) -> float:
@@ -567,8 +582,10 @@ class HarmonyScheduler(Scheduler):
                     self.rewards.append(0.0)
                     open_job = False
                 continue
+            self.mu = 1.0
             a = self.choose(S, T, valid)
             if self.recording:
+                self.mus.append(self.mu)
                 self.servers.append(S.astype(np.float16))
                 self.tasks.append(T)
                 self.masks.append(valid)
@@ -596,6 +613,7 @@ class Episode:
     tasks: np.ndarray
     masks: list[np.ndarray]
     actions: np.ndarray
+    mu: np.ndarray  # behaviour probability of each action
     job_of: np.ndarray
     rewards: np.ndarray
     sample_x: list[np.ndarray]
@@ -633,11 +651,12 @@ def run_episode(pool: Any, wseed: int, sched: Scheduler, horizon_s: float | None
     arrived = len(sim.jobs) if view is None else int(sim.state.next_arrival)
     if isinstance(sched, HarmonyScheduler):
         return Episode(sched.servers, np.asarray(sched.tasks, dtype=np.float32).reshape(-1, len(TASK_FEATURES)),
-                       sched.masks, np.asarray(sched.actions, dtype=np.int64), np.asarray(sched.job_of, dtype=np.int64),
+                       sched.masks, np.asarray(sched.actions, dtype=np.int64), np.asarray(sched.mus, dtype=np.float32),
+                       np.asarray(sched.job_of, dtype=np.int64),
                        np.asarray(sched.rewards), sched.sample_x, sched.sample_y, job_s / max(arrived, 1),
                        sched.inferences)
     return Episode([], np.zeros((0, len(TASK_FEATURES)), np.float32), [], np.zeros(0, np.int64),
-                   np.zeros(0, np.int64), np.zeros(0), xs, ys, job_s / max(arrived, 1), 0)
+                   np.zeros(0, np.float32), np.zeros(0, np.int64), np.zeros(0), xs, ys, job_s / max(arrived, 1), 0)
 
 
 def evaluate(pool: Any, net: HarmonyNet, cfg: HarmonyConfig, seeds: list[int]) -> float:
@@ -838,7 +857,11 @@ class Trainer:
             adv = torch.from_numpy(b["adv"].astype(np.float32))
             adv = (adv - adv.mean()) / (adv.std() + 1e-8)
             d = MaskedCategorical(self.net.logits(S, T), Vm)
-            pg = -(adv * d.log_prob(torch.from_numpy(b["a"]))).mean()
+            logp = d.log_prob(torch.from_numpy(b["a"]))
+            # truncated importance weights (ACER): replayed and explored actions count as
+            # much as the current policy would take them, at most once
+            w = (logp.detach() - torch.from_numpy(b["mu"]).clamp(min=1e-8).log()).exp().clamp(max=cfg.is_clip)
+            pg = -(w * adv * logp).mean()
             ent = d.entropy().mean()
             self.opt_pi.zero_grad()
             (pg - cfg.entropy * ent).backward()
@@ -869,7 +892,7 @@ class Trainer:
             S, Vm = _pad(ep.servers, ep.masks, self.M)
             St, Tt, Vt = torch.from_numpy(S.astype(np.float32)), torch.from_numpy(ep.tasks), torch.from_numpy(Vm)
             adv, target = self.advantages(ep, St, Tt, Vt)
-            self.replay.add(s=S, t=ep.tasks, m=Vm, a=ep.actions, adv=adv.astype(np.float32),
+            self.replay.add(s=S, t=ep.tasks, m=Vm, a=ep.actions, mu=ep.mu, adv=adv.astype(np.float32),
                             g=target.astype(np.float32))
         self.steps += int(ep.actions.size)
         self.episodes += 1

@@ -151,6 +151,13 @@ def masked_logits(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return np.where(mask, logits, -np.inf)
 
 
+def masked_softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    z = masked_logits(logits, mask)
+    z = z - z.max()
+    p = np.exp(z)
+    return p / p.sum()
+
+
 def sample_masked(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator) -> int:
     z = masked_logits(logits, mask)
     z = z - z.max()
