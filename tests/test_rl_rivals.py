@@ -220,6 +220,8 @@ def test_checkpoints_of_another_kind_or_schema_are_refused(dl2_run: Path, tmp_pa
 
     with pytest.raises(CheckpointError, match="not of harmony"):
         harmony.load_checkpoint(dl2_run / "best.pt")
+    with pytest.raises(ValueError, match="a checkpoint of dl2, not of the hrl agent"):
+        make_scheduler("hrl", checkpoint=str(dl2_run / "best.pt"))
     ck = dl2.load_checkpoint(dl2_run / "best.pt")
     ck["features"] = {"job": ck["features"]["job"][:-1], "global": ck["features"]["global"]}
     lit.save(tmp_path / "old.pt", "dl2", {k: v for k, v in ck.items() if k not in ("kind", "format")})

@@ -72,6 +72,11 @@ Simplified or adapted (also in docs/policies.md):
   (Ng, Harada, Russell, ICML'99; same optimal policies) by the predicted
   normalised progress rate of the allocation so far, so that each increment
   gets its own credit, and GAE(0.95) advantages over the inferences;
+- replayed samples are weighted by truncated importance weights
+  min(1, pi(a|s) / mu(a|s)) (ACER, Wang et al., ICLR'17), mu the
+  probability with which the action was taken (exploration included): the
+  paper replays without them, and here explored or stale actions with a
+  positive advantage then pulled the policy toward uniform;
 - remaining work is the predictor's (``ClusterView.remaining``), as hours
   alone at the requested size; no batch normalisation; advantages are
   normalised per minibatch; inside the engine the policy is greedy.

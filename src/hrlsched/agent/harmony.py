@@ -66,7 +66,9 @@ Simplified or adapted (also in docs/policies.md):
 - the shipped checkpoint (``harmony-default.pt``) was trained on ``comm``
   (``default`` with 10 Gbit/s NICs and PCIe switches of 4 GPUs, given as
   ``--set`` overrides), the scenario where placement and interference
-  matter; GAE(0.95) advantages;
+  matter; GAE(0.95) advantages; replayed samples weighted by truncated
+  importance weights min(1, pi/mu) (ACER), mu the probability with which
+  the action was taken, exploration included;
 - jobs the allocation keeps unchanged stay where they run (no restart), as
   in every placement of this project; inside the engine the policy is
   greedy.
