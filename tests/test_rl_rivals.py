@@ -251,3 +251,18 @@ def test_invalid_settings_are_named(tmp_path: Path) -> None:
     (tmp_path / "config.yaml").write_text("speed: 3\n")
     with pytest.raises(ValueError, match="unknown settings \\['speed'\\]"):
         lit.read_config(tmp_path, harmony.HarmonyConfig)
+
+
+@pytest.mark.parametrize("name", ["dl2", "harmony"])
+def test_shipped_checkpoints_load_and_run(name: str) -> None:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.policies.registry import make_scheduler
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    module = {"dl2": dl2, "harmony": harmony}[name]
+    path = module.shipped_checkpoint()  # type: ignore[attr-defined]
+    assert path.is_file() and path.stat().st_size < 300_000, path
+    assert make_scheduler(name).name == name
+    s = summary(simulate(resolve_run_config("default", name, 0, TINY)), name, "default")
+    assert s["jobs_completed"] == s["jobs_total"] == 10
