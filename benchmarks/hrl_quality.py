@@ -6,7 +6,10 @@ For each scenario: every heuristic and ``hrl`` on the same seeds (runs kept
 under ``--out`` and reused when re-run with the same configs, as
 ``hrlsched compare`` does), then one row per seed: the agent's average JCT,
 the best heuristic of the scenario (lowest mean over the seeds, chosen
-after the fact: the agent is not told which), their ratio, and the bound.
+after the fact: the agent is not told which), their ratio, and the bound;
+beside them the RL schedulers of the literature rebuilt here (``dl2``,
+``harmony``; shipped checkpoints), with the agent's paired difference to
+each (``--rivals ''`` leaves them out).
 
     .venv/bin/python benchmarks/hrl_quality.py [--checkpoint PATH] [--seeds 5] [--scenario NAME ...]
 
@@ -30,6 +33,7 @@ from pathlib import Path
 
 import numpy as np
 
+RIVALS = ["dl2", "harmony"]
 HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "tetris", "tiresias-gittins", "fifo"]
 SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "default": ("default", []),
@@ -53,21 +57,23 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--out", default="bench-out/hrl-quality")
     ap.add_argument("--policies", default=",".join(HEURISTICS), help="the heuristics to compare with")
+    ap.add_argument("--rivals", default=",".join(RIVALS), help="the learned schedulers of the literature shown beside")
     args = ap.parse_args()
     from hrlsched.experiments.compare import compare
 
     heur = [p for p in args.policies.split(",") if p]
+    rivals = [p for p in args.rivals.split(",") if p]
     status = 0
     for name in args.scenario or list(SCENARIOS):
         scen, overrides = SCENARIOS[name]
         out = Path(args.out) / name
         try:
-            rows = compare(scen, [*heur, "hrl"], args.seeds, out, args.workers, overrides, checkpoint=args.checkpoint)
+            rows = compare(scen, [*heur, "hrl", *rivals], args.seeds, out, args.workers, overrides, checkpoint=args.checkpoint)
         except (ValueError, FileNotFoundError) as e:
             print(f"== {name}: skipped ({e})")
             continue
         bound = next(r for r in rows if r["policy"] == "lower bound")["avg_jct_s"]
-        means = {p: per_seed(out, p, args.seeds) for p in [*heur, "hrl"]}
+        means = {p: per_seed(out, p, args.seeds) for p in [*heur, "hrl", *rivals]}
         best = min(heur, key=lambda p: means[p].mean())
         agent, ref = means["hrl"], means[best]
         from hrlsched.config import resolve_run_config
@@ -79,13 +85,17 @@ def main() -> int:
         rates = BestRates(built[0].perf)
         bounds = [lower_bound(b, rates=rates)["avg_jct_s"] for b in built]
         print(f"== {name} ({scen} {' '.join(overrides)}): best heuristic {best}; avg JCT in hours")
-        print(f"{'seed':>4} {'hrl':>7} {best:>18} {'hrl/best':>9} {'bound':>7}")
+        print(f"{'seed':>4} {'hrl':>7} {best:>18} {'hrl/best':>9} {'bound':>7}" + "".join(f" {r:>8}" for r in rivals))
         for s in range(args.seeds):
-            print(f"{s:>4} {agent[s] / 3600:>7.3f} {ref[s] / 3600:>18.3f} {agent[s] / ref[s]:>9.3f} {bounds[s] / 3600:>7.3f}")
+            print(f"{s:>4} {agent[s] / 3600:>7.3f} {ref[s] / 3600:>18.3f} {agent[s] / ref[s]:>9.3f} {bounds[s] / 3600:>7.3f}"
+                  + "".join(f" {means[r][s] / 3600:>8.3f}" for r in rivals))
         ratio = agent.mean() / ref.mean()
-        print(f"mean {agent.mean() / 3600:>7.3f} {ref.mean() / 3600:>18.3f} {ratio:>9.3f} {bound / 3600:>7.3f}   "
-              f"(hrl better on {int((agent < ref).sum())}/{args.seeds} seeds; "
-              f"{(ratio - 1) * 100:+.1f}% vs {best})")
+        print(f"mean {agent.mean() / 3600:>7.3f} {ref.mean() / 3600:>18.3f} {ratio:>9.3f} {bound / 3600:>7.3f}"
+              + "".join(f" {means[r].mean() / 3600:>8.3f}" for r in rivals)
+              + f"   (hrl better on {int((agent < ref).sum())}/{args.seeds} seeds; {(ratio - 1) * 100:+.1f}% vs {best})")
+        for r in rivals:
+            print(f"     hrl vs {r}: {(agent.mean() / means[r].mean() - 1) * 100:+.1f}%, "
+                  f"hrl better on {int((agent < means[r]).sum())}/{args.seeds} seeds")
         others = ", ".join(f"{p} {means[p].mean() / 3600:.3f}" for p in sorted(heur, key=lambda p: means[p].mean()))
         print(f"     heuristics: {others}")
     return status

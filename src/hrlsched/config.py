@@ -189,7 +189,7 @@ class RunConfig(Strict):
     scenario: ScenarioConfig
     policy: str = "fifo"
     seed: int = Field(0, ge=0, description="a seed is an integer >= 0")
-    checkpoint: str | None = Field(None, description="the agent's checkpoint for policy hrl (default: shipped)")
+    checkpoint: str | None = Field(None, description="the checkpoint of a learned policy: hrl, dl2, harmony (default: shipped)")
 
 
 def _format_error(e: ValidationError, source: str) -> str:

@@ -78,6 +78,8 @@ def load(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: not a readable hrlsched checkpoint ({type(e).__name__}: {e})") from e
     if not isinstance(ck, dict) or ck.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an hrlsched checkpoint of format {FORMAT}")
+    if ck.get("kind") is not None:  # DL2's or Harmony's (agent/literature.py)
+        raise CheckpointError(f"{path}: a checkpoint of {ck['kind']}, not of the hrl agent")
     for key in ("net", "state_dict", "part", "schema", "env_kwargs"):
         if key not in ck:
             raise CheckpointError(f"{path}: checkpoint lacks {key!r}")

@@ -53,6 +53,12 @@ def register_train(app: typer.Typer) -> None:
             # the RL schedulers of the literature train with their own algorithms (their modules)
             import importlib
 
+            ignored = [name for name, given in (("--option", bool(option)), ("--level", level != "1")) if given]
+            if ignored:  # refused rather than silently dropped
+                err.print(f"[red]error:[/red] {', '.join(ignored)}: only --agent hrl takes them; {agent}'s settings "
+                          "are the defaults of its config (src/hrlsched/agent/" + agent + ".py), kept in OUT/config.yaml")
+                raise typer.Exit(2)
+
             mod = importlib.import_module(AGENTS[agent])
             try:
                 code = mod.train_command(scenario=scenario, out=out, minutes=minutes, steps=steps, workers=workers,

@@ -28,12 +28,12 @@ def register(kind: str, name: str, factory: Callable[[], object], summary: str, 
 
 
 #: joint schedulers whose factory takes a checkpoint path (None: the shipped one)
-LEARNED = {"hrl"}
+LEARNED = {"hrl", "dl2", "harmony"}
 
 
 def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
     """``fifo``, ``fifo+pack``, or the name of a joint scheduler;
-    ``checkpoint``: the weights of a learned scheduler (``hrl``)."""
+    ``checkpoint``: the weights of a learned scheduler (``hrl``, ``dl2``, ``harmony``)."""
     name, _, place = spec.strip().partition("+")
     if checkpoint is not None and name not in LEARNED:
         raise ValueError(f"checkpoint {checkpoint!r}: policy {spec!r} takes no checkpoint "
@@ -70,6 +70,22 @@ def _hrl(checkpoint: str | None = None) -> Scheduler:
         raise ValueError(str(e)) from None
 
 
+def _literature(name: str, module: str, cls: str, checkpoint: str | None) -> Scheduler:
+    """DL2 or Harmony (``agent/dl2.py``, ``agent/harmony.py``) from a checkpoint."""
+    import importlib
+
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as e:  # torch is an optional dependency of the package
+        raise ValueError(f"policy {name} needs torch ({e}); install the extra: pip install 'hrlsched[rl]'") from None
+    from hrlsched.agent.checkpoint import CheckpointError
+
+    try:
+        return getattr(mod, cls)(checkpoint)
+    except CheckpointError as e:
+        raise ValueError(str(e)) from None
+
+
 def _register_builtins() -> None:
     from hrlsched.policies.fifo import FIFO
     from hrlsched.policies.placement.balance import BalancePlacement
@@ -102,6 +118,16 @@ def _register_builtins() -> None:
     register("scheduler", "hrl", _hrl,
              "the hierarchical RL agent (allocation and placement; shipped checkpoint or --checkpoint)",
              "this project (docs/agent.md)")
+    register("scheduler", "dl2",
+             lambda checkpoint=None: _literature("dl2", "hrlsched.agent.dl2", "DL2Scheduler", checkpoint),
+             "DL2: allocation by worker/PS increments from a policy network (DRF warm-up, then actor-critic); "
+             "least-loaded placement (shipped checkpoint or --checkpoint)",
+             "Peng et al., TPDS'21 (agent/dl2.py)")
+    register("scheduler", "harmony",
+             lambda checkpoint=None: _literature("harmony", "hrlsched.agent.harmony", "HarmonyScheduler", checkpoint),
+             "Harmony: placement server by server from an actor-critic with a reward-prediction network; "
+             "allocation as requested (shipped checkpoint or --checkpoint)",
+             "Bao et al., INFOCOM'19 (agent/harmony.py)")
     register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
              "Peng et al., EuroSys'18")
     register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",

@@ -1,0 +1,76 @@
+"""The RL schedulers of the literature against the baselines their papers
+beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
+
+- DL2 (allocation) against DRF on ``default`` (the paper: -44% average JCT
+  against DRF on its testbed);
+- Harmony (placement; each job's workers and PSs as requested, as
+  ``fifo``) against ``fifo+pack`` and ``fifo+random`` on ``comm``
+  (``default`` with 10 Gbit/s NICs and PCIe switches shared by 4 GPUs, as
+  in ``benchmarks/hrl_quality.py``), where placement and interference matter.
+
+    .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--dl2 PATH] [--harmony PATH] [--only dl2|harmony]
+
+Every run is simulated afresh in this process (no cached run directories:
+a new checkpoint always gives new figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+COMM = ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches_per_socket=1",
+        "cluster.server_groups.0.gpus_per_switch=4"]
+MATCHES: dict[str, tuple[str, list[str], str, list[str]]] = {
+    # name: (scenario, overrides, learned policy, baselines)
+    "dl2": ("default", [], "dl2", ["drf"]),
+    "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+random"]),
+}
+
+
+def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpoint: str | None) -> float:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    extra = [f"checkpoint={checkpoint}"] if checkpoint else []
+    cfg = resolve_run_config(scenario, policy, seed, [*overrides, *extra])
+    return float(summary(simulate(cfg), policy, scenario)["avg_jct_s"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seeds", type=int, default=5, help="evaluation seeds 0..N-1")
+    ap.add_argument("--dl2", help="DL2 checkpoint (default: the shipped one)")
+    ap.add_argument("--harmony", help="Harmony checkpoint (default: the shipped one)")
+    ap.add_argument("--only", choices=sorted(MATCHES), action="append")
+    args = ap.parse_args()
+    if args.seeds < 1:
+        ap.error("--seeds: expected at least 1")
+    for name in args.only or list(MATCHES):
+        scen, overrides, learned, baselines = MATCHES[name]
+        ck = getattr(args, name)
+        seeds = range(args.seeds)
+        res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None) for s in seeds]) / 3600
+               for p in [learned, *baselines]}
+        label = "comm" if overrides else scen
+        print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds 0-{args.seeds - 1}")
+        print(f"{'seed':>4} " + " ".join(f"{p:>12}" for p in [learned, *baselines])
+              + "".join(f" {learned + '/' + b:>20}" for b in baselines))
+        for i, s in enumerate(seeds):
+            print(f"{s:>4} " + " ".join(f"{res[p][i]:>12.3f}" for p in [learned, *baselines])
+                  + "".join(f" {res[learned][i] / res[b][i]:>20.3f}" for b in baselines))
+        print("mean " + " ".join(f"{res[p].mean():>12.3f}" for p in [learned, *baselines])
+              + "".join(f" {res[learned].mean() / res[b].mean():>20.3f}" for b in baselines))
+        for b in baselines:
+            d = res[learned] - res[b]
+            print(f"  {learned} vs {b}: {(res[learned].mean() / res[b].mean() - 1) * 100:+.1f}% mean avg JCT, "
+                  f"better on {int((d < 0).sum())}/{args.seeds} seeds (paired difference {d.mean():+.3f} h, "
+                  f"min {d.min():+.3f}, max {d.max():+.3f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
