@@ -13,7 +13,7 @@ each (``--rivals ''`` leaves them out).
 
     .venv/bin/python benchmarks/hrl_quality.py [--checkpoint PATH] [--seeds 5] [--scenario NAME ...]
 
-Scenarios (default: all four):
+Scenarios (default: all five):
 - ``default``: the scenario the shipped checkpoint was trained on (its
   generator, seeds >= 1000); target: 10% below the best heuristic;
 - ``comm``: ``default`` with 10 Gbit/s NICs and PCIe switches shared by
@@ -21,7 +21,10 @@ Scenarios (default: all four):
 - ``large``: ``default`` at 256 GPUs (32 servers) with 4x the jobs;
   target: no worse, without retraining;
 - ``pollux-w6``: a real-trace workload (Pollux's workload 6, measured
-  backend; needs ../shared/data); target: no worse.
+  backend; needs ../shared/data); target: no worse;
+- ``itp-c01``: a 7-day window of Microsoft ITP cluster01 (real arrivals
+  and durations on ``default``'s cluster; needs ../shared/data); target: no
+  worse.
 """
 
 from __future__ import annotations
@@ -41,6 +44,7 @@ SCENARIOS: dict[str, tuple[str, list[str]]] = {
                          "cluster.server_groups.0.gpus_per_switch=4"]),
     "large": ("default", ["cluster.server_groups.0.count=32", "workload.jobs=800"]),
     "pollux-w6": ("pollux-w6", []),
+    "itp-c01": ("itp-c01", []),
 }
 
 

@@ -149,3 +149,46 @@ def test_placement_index_crosses_the_links_of_crossed_links() -> None:
             pl = Placement.of(g, rng.integers(topo.n_sockets, size=int(rng.integers(0, 4))))
             got = index.get(pl)[7]
             assert sorted(got.tolist()) == sorted(set(crossed_links(topo, off, pl).tolist()))
+
+
+def test_slots_the_predictor_cannot_price_are_masked() -> None:
+    """A measured backend has no speed for some placements (its tables end)
+    and raises there; the candidates that would need one are masked, so a
+    random agent's episode never asks the engine for them."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.simulation import Simulation
+
+    built = build_scenario(resolve_run_config("default", None, 0, [*SMALL, "workload.gpu_counts=[1,2,4]",
+                                                                   "workload.gpu_probs=[0.5,0.3,0.2]"]).scenario, 0)
+    perf = built.perf
+    speeds = perf.speeds
+
+    def priced_up_to_4(jobs, placements, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if any(pl.n_workers > 4 for pl in placements):
+            raise ValueError("no measurement near this placement")
+        return speeds(jobs, placements, *a, **kw)
+
+    def isolated_up_to_4(jobs, placements, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN202
+        if any(pl.n_workers > 4 for pl in placements):
+            raise ValueError("no measurement near this placement")
+        return isolated(jobs, placements, *a, **kw)
+
+    isolated = perf.isolated_speeds
+    perf.speeds, perf.isolated_speeds = priced_up_to_4, isolated_up_to_4
+    perf.prices_everything = False
+    perf._alone_cache.clear()
+    sim = Simulation(built.topology, built.jobs, perf, built.engine)  # the model predicts for itself
+    dp = DecisionPoint(built.topology, agent_allocates=True, agent_places=False, max_jobs=16)
+    dp.reset(np.random.default_rng(0))
+    rng = np.random.default_rng(1)
+    view, offered = sim.reset(0), 0
+    while view is not None:
+        more = dp.begin(view)
+        while more:
+            valid = np.flatnonzero(dp.mask())
+            assert np.all(dp.table.workers[valid] <= 4)
+            offered += int(np.count_nonzero(dp.table.workers[valid] == 4))
+            more = dp.act(int(valid[rng.integers(valid.size)]))
+        view = sim.step(dp.decision()).view
+    assert offered > 0  # the largest priced slot was offered: only the unpriced ones were masked

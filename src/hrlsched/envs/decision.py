@@ -48,6 +48,13 @@ from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 ALLOCATE, PLACE = 0, 1
 
 
+def _alone_or_zero(perf: object, job: Job, pl: Placement, batch: int) -> float:
+    try:
+        return float(perf.alone_speed(job, pl, batch))  # type: ignore[attr-defined]
+    except ValueError:
+        return 0.0
+
+
 class InvalidActionError(ValueError):
     """An action the mask does not allow."""
 
@@ -522,6 +529,8 @@ class DecisionPoint:
         for c in v[1]:
             job = self._slot_job(k, c)
             valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+        if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
+            valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
         self._valid = valid
         m = np.zeros(self.n_actions, dtype=np.int8)
         m[: t.size] = valid
@@ -669,7 +678,10 @@ class DecisionPoint:
             jobs = [j for j, _, _, _ in first]
             pls = [perf.compact_placement(w, p if j.arch == "ps" else 0) for j, w, p, _ in first]
             bs = np.array([b for _, _, _, b in first], dtype=np.int64)
-            sp = perf.alone_speeds(jobs, pls, bs)
+            try:
+                sp = perf.alone_speeds(jobs, pls, bs)
+            except ValueError:  # a measured backend has no data for some: 0, and their slots are masked
+                sp = np.array([_alone_or_zero(perf, j, pl, int(b)) for j, pl, b in zip(jobs, pls, bs.tolist())])
             if any(j.mode == "async" for j in jobs):  # progress, not samples: stale gradients are worth less
                 sp = sp * perf.efficiency(jobs, pls, bs, np.zeros(len(jobs)))
             for (key, ix), v in zip(miss.items(), sp.tolist()):

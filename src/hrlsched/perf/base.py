@@ -62,6 +62,9 @@ class PerformanceModel(ABC):
     # True when efficiency() depends on progress: the engine then refreshes
     # progress rates every round.
     progress_dependent: bool = False
+    # False when some placements have no speed (a measured backend's tables
+    # end): ``speeds`` raises ValueError there, and schedulers must avoid them.
+    prices_everything: bool = True
 
     def efficiency(
         self,

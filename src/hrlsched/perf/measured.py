@@ -41,6 +41,7 @@ MEASURED_GPU_TYPE = "T4"
 class MeasuredModel(PerformanceModel):
     name = "measured"
     progress_dependent = True
+    prices_everything = False
 
     def __init__(self, topology: Topology, catalogue: Mapping[str, ModelProfile], traces_dir: str | None = None) -> None:
         super().__init__(topology, catalogue)
