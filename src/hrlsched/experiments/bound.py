@@ -198,7 +198,7 @@ class BestRates:
                 _, r = self.rates(job, all_w[chunk], progress)
                 out = np.maximum(out, r.max(axis=0))
                 done += chunk.size
-                step *= 2
+                step = min(step * 2, 8)  # larger chunks of large allocations (x their PS counts) exhaust memory
         self.cache[key] = out
         return out
 
