@@ -3,7 +3,9 @@ choice of a greedy episode, the agent's slot against the slot of its hint
 (``optimus``, mapped to the candidate menu), counted by kind: the same
 slot; *keep* (the running job keeps its allocation, no restart) where the
 hint changes it; more or fewer workers than the hint; *wait* where the hint
-runs the job; the hint's architecture or mode changed.
+runs the job; the hint's architecture or mode changed. Then how often the
+hint's slot itself falls short of the heuristic's worker count (the menu
+rounds it down, or the mask forbids it).
 
     .venv/bin/python benchmarks/hrl_decisions.py [--checkpoint PATH] [--scenario default] [--seed 0]
 
@@ -45,6 +47,8 @@ def main() -> int:
     t = env.dp.table
     hint_col = F.CANDIDATE_FEATURES.index("is_hint")
     counts: collections.Counter[str] = collections.Counter()
+    hint_w = F.JOB_FEATURES.index("hint_workers")
+    short = [0, 0]  # choices whose hint slot has fewer workers than the heuristic gave; workers missing
     while True:
         with torch.inference_mode():
             logits, _ = net(to_tensors(obs), part="allocate")
@@ -67,6 +71,13 @@ def main() -> int:
         else:
             kind = "another PS count"
         counts[kind] += 1
+        # the heuristic's own worker count against the menu slot that stands for it (rounded or masked)
+        k = int(np.flatnonzero(obs["current_job"])[0])
+        raw = int(round(obs["jobs"][k, hint_w] * F.WORKER_SCALE))
+        slot_w = int(t.workers[h]) if h > KEEP else (raw if h == KEEP else 0)
+        if slot_w < raw:
+            short[0] += 1
+            short[1] += raw - slot_w
         obs, _, term, trunc, info = env.step(a)
         if term or trunc:
             break
@@ -74,6 +85,8 @@ def main() -> int:
     print(f"{args.scenario} seed {args.seed}: {n} level-1 choices; average JCT {info['job_seconds'] / len(env._sim.jobs) / 3600:.3f} h")
     for kind, c in counts.most_common():
         print(f"  {kind:<48} {c:>6}  {100 * c / n:5.1f}%")
+    print(f"  the hint's slot has fewer workers than the heuristic gave (menu rounding, or the mask) at "
+          f"{short[0]} choices ({100 * short[0] / max(n, 1):.1f}%), {short[1]} workers in all")
     return 0
 
 
