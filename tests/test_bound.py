@@ -77,6 +77,7 @@ class _Unmeasured(AnalyticModel):
     tables end): it raises there, as ``perf.goodput`` does."""
 
     name = "measured"
+    prices_everything = False
 
     def speeds(self, jobs, placements, batch_sizes, *a, **kw):  # noqa: ANN001, ANN002, ANN003, ANN201
         if any(pl.n_workers > 4 for pl in placements):

@@ -68,7 +68,9 @@ def export_policy(src: str | Path, dst: str | Path) -> dict[str, Any]:
     return out
 
 
-def load(path: str | Path) -> dict[str, Any]:
+def read(path: str | Path) -> dict[str, Any]:
+    """Any hrlsched checkpoint (the agent's, DL2's, Harmony's), unchecked
+    beyond its format; ``CheckpointError`` for a missing or foreign file."""
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{path}: no such checkpoint file")
@@ -78,6 +80,12 @@ def load(path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path}: not a readable hrlsched checkpoint ({type(e).__name__}: {e})") from e
     if not isinstance(ck, dict) or ck.get("format") != FORMAT:
         raise CheckpointError(f"{path}: not an hrlsched checkpoint of format {FORMAT}")
+    return ck
+
+
+def load(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    ck = read(path)
     if ck.get("kind") is not None:  # DL2's or Harmony's (agent/literature.py)
         raise CheckpointError(f"{path}: a checkpoint of {ck['kind']}, not of the hrl agent")
     for key in ("net", "state_dict", "part", "schema", "env_kwargs"):

@@ -108,6 +108,8 @@ from hrlsched.policies.placement.balance import BalancePlacement
 KIND = "dl2"
 SHIPPED = "dl2-default.pt"
 HOUR = 3600.0
+METRICS = ["episode", "seed", "inferences", "return", "epsilon", "rollout_s", "pg", "vf", "ent", "wall_s",
+          "valid_avg_jct_h", "best_valid_avg_jct_h"]  # metrics.csv columns
 SCALE = 16.0  # workers and PSs are divided by this
 WORKER, PS, BUNDLE = 0, 1, 2
 JOB_FEATURES = ("valid", *(f"type:{m}" for m in DL2_MODELS), "stay_h", "remaining_h", "done", "dom_share",
@@ -853,7 +855,7 @@ class Trainer:
                 last_eval = time.time()
             row["best_valid_avg_jct_h"] = self.best_jct_s / HOUR
             rows.append(row)
-            _append_csv(self.out / "metrics.csv", row)
+            lit.append_csv(self.out / "metrics.csv", row, METRICS)
             if progress is not None:
                 progress(row)
             if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
@@ -869,19 +871,6 @@ class Trainer:
                 "elapsed_s": self.elapsed_s}
 
 
-def _append_csv(path: Path, row: dict[str, Any]) -> None:
-    import csv
-
-    fields = ["episode", "seed", "inferences", "return", "epsilon", "rollout_s", "pg", "vf", "ent", "wall_s",
-              "valid_avg_jct_h", "best_valid_avg_jct_h"]
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        if new:
-            w.writeheader()
-        w.writerow({k: row.get(k, "") for k in fields})
-
-
 def export(src: str | Path, dst: str | Path) -> None:
     """A checkpoint's weights alone, in float16 (what is shipped)."""
     ck = load_checkpoint(src)
@@ -895,44 +884,6 @@ def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int
     """``hrlsched train --agent dl2``: DRF warm-up, then actor-critic; writes
     ``config.yaml``, ``metrics.csv``, ``sl.pt``, ``best.pt`` (greedy, lowest
     avg JCT on seeds 100-104) and ``last.pt`` (``--resume``)."""
-    if backend != "local":
-        raise ValueError(f"--backend {backend}: dl2 trains in one process (backend local)")
-    if workers > 1:
-        log.print(f"dl2: one rollout process (--workers {workers} ignored)")
-    out = Path(out)
-    lit.prepare_out(out, resume)
-    if resume:
-        cfg = lit.read_config(out, DL2Config)
-        if minutes is not None:
-            cfg.minutes = minutes
-        if steps is not None:
-            cfg.steps = steps
-    else:
-        cfg = DL2Config(scenario=scenario, overrides=list(overrides), seed=seed,
-                        minutes=minutes if minutes is not None else (None if steps is not None else 15.0),
-                        steps=steps)
-        if seeds:
-            cfg.train_seeds = list(seeds)
-    cfg.validate()
-    trainer = Trainer(cfg, out, lambda s: log.print(s, markup=False, highlight=False),
-                      init=str(init) if init else None, resume=resume)
-    if not resume:
-        lit.write_config(out, cfg)
-
-    def progress(r: dict[str, Any]) -> None:
-        v = r.get("valid_avg_jct_h", math.nan)
-        log.print(f"episode {r['episode']:4d}  seed {r['seed']}  inferences {r['inferences']:6d}  "
-                  f"return {r['return']:8.3f}  entropy {r['ent']:.3f}  "
-                  + (f"valid JCT {v:.3f} h  " if v == v else "")
-                  + f"best {r['best_valid_avg_jct_h']:.3f} h  [{r['wall_s'] / 60:.1f} min]", highlight=False)
-
-    try:
-        res = trainer.run(progress)
-    except KeyboardInterrupt:
-        trainer.save()
-        log.print(f"interrupted: checkpoint kept in {out / 'last.pt'}; continue with --resume")
-        return 130
-    print(f"trained {res['episodes']} episodes, {res['steps']:,} inferences in {res['elapsed_s'] / 60:.1f} min; "
-          f"held-back avg JCT {res['final_jct_s'] / HOUR:.3f} h (best {res['best_jct_s'] / HOUR:.3f} h, "
-          f"{out / 'best.pt'})")
-    return 0
+    return lit.train_command("dl2", DL2Config, Trainer, ("inferences", "inferences"), scenario=scenario, out=out,
+                             minutes=minutes, steps=steps, workers=workers, seeds=seeds, overrides=overrides,
+                             resume=resume, seed=seed, init=init, backend=backend, log=log)

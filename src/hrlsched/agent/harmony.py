@@ -100,6 +100,8 @@ from hrlsched.core.placement import Placement
 KIND = "harmony"
 SHIPPED = "harmony-default.pt"
 HOUR = 3600.0
+METRICS = ["episode", "seed", "inferences", "jobs_placed", "return", "epsilon", "rollout_s", "pg", "vf", "ent",
+          "pred_mse", "wall_s", "valid_avg_jct_h", "best_valid_avg_jct_h"]  # metrics.csv columns
 TYPES = DL2_MODELS
 _T = {m: i for i, m in enumerate(TYPES)}
 SERVER_FEATURES = ("valid", "fits_rest", "free_gpus", "free_switch_gpus", "free_cores", "free_mem", "own_workers", "own_ps",
@@ -940,7 +942,7 @@ class Trainer:
                     self.save("best.pt")
                 last_eval = time.time()
             row["best_valid_avg_jct_h"] = self.best_jct_s / HOUR
-            _append_csv(self.out / "metrics.csv", row)
+            lit.append_csv(self.out / "metrics.csv", row, METRICS)
             if progress is not None:
                 progress(row)
             if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
@@ -954,19 +956,6 @@ class Trainer:
         self.save()
         return {"episodes": self.episodes, "steps": self.steps, "final_jct_s": jct, "best_jct_s": self.best_jct_s,
                 "elapsed_s": self.elapsed_s}
-
-
-def _append_csv(path: Path, row: dict[str, Any]) -> None:
-    import csv
-
-    fields = ["episode", "seed", "inferences", "jobs_placed", "return", "epsilon", "rollout_s", "pg", "vf", "ent",
-              "pred_mse", "wall_s", "valid_avg_jct_h", "best_valid_avg_jct_h"]
-    new = not path.exists()
-    with path.open("a", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=fields, extrasaction="ignore")
-        if new:
-            w.writeheader()
-        w.writerow({k: row.get(k, "") for k in fields})
 
 
 def export(src: str | Path, dst: str | Path) -> None:
@@ -983,44 +972,6 @@ def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int
     of existing placements, then actor-critic; writes ``config.yaml``,
     ``metrics.csv``, ``best.pt`` (greedy, lowest avg JCT on seeds 100-104)
     and ``last.pt`` (``--resume``)."""
-    if backend != "local":
-        raise ValueError(f"--backend {backend}: harmony trains in one process (backend local)")
-    if workers > 1:
-        log.print(f"harmony: one rollout process (--workers {workers} ignored)")
-    out = Path(out)
-    lit.prepare_out(out, resume)
-    if resume:
-        cfg = lit.read_config(out, HarmonyConfig)
-        if minutes is not None:
-            cfg.minutes = minutes
-        if steps is not None:
-            cfg.steps = steps
-    else:
-        cfg = HarmonyConfig(scenario=scenario, overrides=list(overrides), seed=seed,
-                            minutes=minutes if minutes is not None else (None if steps is not None else 15.0),
-                            steps=steps)
-        if seeds:
-            cfg.train_seeds = list(seeds)
-    cfg.validate()
-    trainer = Trainer(cfg, out, lambda s: log.print(s, markup=False, highlight=False),
-                      init=str(init) if init else None, resume=resume)
-    if not resume:
-        lit.write_config(out, cfg)
-
-    def progress(r: dict[str, Any]) -> None:
-        v = r.get("valid_avg_jct_h", math.nan)
-        log.print(f"episode {r['episode']:4d}  seed {r['seed']}  jobs placed {r['jobs_placed']:4d}  "
-                  f"return {r['return']:8.2f}  entropy {r['ent']:.3f}  "
-                  + (f"valid JCT {v:.3f} h  " if v == v else "")
-                  + f"best {r['best_valid_avg_jct_h']:.3f} h  [{r['wall_s'] / 60:.1f} min]", highlight=False)
-
-    try:
-        res = trainer.run(progress)
-    except KeyboardInterrupt:
-        trainer.save()
-        log.print(f"interrupted: checkpoint kept in {out / 'last.pt'}; continue with --resume")
-        return 130
-    print(f"trained {res['episodes']} episodes, {res['steps']:,} inferences in {res['elapsed_s'] / 60:.1f} min; "
-          f"held-back avg JCT {res['final_jct_s'] / HOUR:.3f} h (best {res['best_jct_s'] / HOUR:.3f} h, "
-          f"{out / 'best.pt'})")
-    return 0
+    return lit.train_command("harmony", HarmonyConfig, Trainer, ("jobs placed", "jobs_placed"), scenario=scenario,
+                             out=out, minutes=minutes, steps=steps, workers=workers, seeds=seeds,
+                             overrides=overrides, resume=resume, seed=seed, init=init, backend=backend, log=log)

@@ -167,7 +167,6 @@ def sample_masked(logits: np.ndarray, mask: np.ndarray, rng: np.random.Generator
 
 
 # -------------------------------------------------------------- checkpoints
-FORMAT = 1
 
 
 def save(path: str | Path, kind: str, payload: dict[str, Any]) -> None:
@@ -178,14 +177,7 @@ def load(path: str | Path, kind: str, features: dict[str, list[str]]) -> dict[st
     """A checkpoint of ``kind`` whose feature lists equal ``features``
     (``CheckpointError`` naming what differs otherwise)."""
     path = Path(path)
-    if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
-    try:
-        ck = torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as e:  # a truncated or foreign file
-        raise CheckpointError(f"{path}: not a readable hrlsched checkpoint ({type(e).__name__}: {e})") from e
-    if not isinstance(ck, dict) or ck.get("format") != ckpt.FORMAT:
-        raise CheckpointError(f"{path}: not an hrlsched checkpoint of format {ckpt.FORMAT}")
+    ck = ckpt.read(path)
     if ck.get("kind") != kind:
         raise CheckpointError(f"{path}: a checkpoint of {ck.get('kind') or 'the hrl agent'!s}, not of {kind}")
     saved = ck.get("features") or {}
@@ -233,3 +225,68 @@ def discounted(r: np.ndarray, gamma: float | np.ndarray) -> np.ndarray:
 
 def fmt_h(s: float) -> str:
     return "nan" if not math.isfinite(s) else f"{s / 3600:.3f} h"
+
+
+def append_csv(path: Path, row: dict[str, Any], fields: Sequence[str]) -> None:
+    """One row of ``metrics.csv`` (header written with the first row)."""
+    import csv
+
+    new = not path.exists()
+    with path.open("a", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(fields), extrasaction="ignore")
+        if new:
+            w.writeheader()
+        w.writerow({k: row.get(k, "") for k in fields})
+
+
+def train_command(name: str, config_cls: type, trainer_cls: type, progress_field: tuple[str, str], *,
+                  scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
+                  seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
+                  backend: str, log: Any) -> int:
+    """``hrlsched train --agent NAME`` for DL2 and Harmony: the run's
+    directory and config (a new one, or ``config.yaml`` on ``--resume`` with a
+    new budget), the training, a progress line per episode
+    (``progress_field``: label and key of the agent's own count), Ctrl-C
+    keeping ``last.pt``."""
+    if backend != "local":
+        raise ValueError(f"--backend {backend}: {name} trains in one process (backend local)")
+    if workers > 1:
+        log.print(f"{name}: one rollout process (--workers {workers} ignored)")
+    out = Path(out)
+    prepare_out(out, resume)
+    if resume:
+        cfg = read_config(out, config_cls)
+        if minutes is not None:
+            cfg.minutes = minutes
+        if steps is not None:
+            cfg.steps = steps
+    else:
+        cfg = config_cls(scenario=scenario, overrides=list(overrides), seed=seed,
+                         minutes=minutes if minutes is not None else (None if steps is not None else 15.0),
+                         steps=steps)
+        if seeds:
+            cfg.train_seeds = list(seeds)
+    cfg.validate()
+    trainer = trainer_cls(cfg, out, lambda s: log.print(s, markup=False, highlight=False),
+                          init=str(init) if init else None, resume=resume)
+    if not resume:
+        write_config(out, cfg)
+    label, key = progress_field
+
+    def progress(r: dict[str, Any]) -> None:
+        v = r.get("valid_avg_jct_h", math.nan)
+        log.print(f"episode {r['episode']:4d}  seed {r['seed']}  {label} {r[key]:6d}  "
+                  f"return {r['return']:8.3f}  entropy {r['ent']:.3f}  "
+                  + (f"valid JCT {v:.3f} h  " if v == v else "")
+                  + f"best {r['best_valid_avg_jct_h']:.3f} h  [{r['wall_s'] / 60:.1f} min]", highlight=False)
+
+    try:
+        res = trainer.run(progress)
+    except KeyboardInterrupt:
+        trainer.save()
+        log.print(f"interrupted: checkpoint kept in {out / 'last.pt'}; continue with --resume")
+        return 130
+    print(f"trained {res['episodes']} episodes, {res['steps']:,} inferences in {res['elapsed_s'] / 60:.1f} min; "
+          f"held-back avg JCT {res['final_jct_s'] / 3600:.3f} h (best {res['best_jct_s'] / 3600:.3f} h, "
+          f"{out / 'best.pt'})")
+    return 0

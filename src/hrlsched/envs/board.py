@@ -220,17 +220,7 @@ class Board:
             self.version += 1
 
     def release(self, job: Job, pl: Placement) -> None:
-        occ, topo, prof = self.occ, self.topo, self.profiles[job.model]
-        occ.forget()
-        g = np.asarray(pl.gpus, dtype=np.int64)
-        np.add.at(occ.gpu_free, g, 1)
-        srv = topo.gpu_server[g]
-        np.add.at(occ.cores_free, srv, prof.worker_cores)
-        np.add.at(occ.mem_free, srv, prof.worker_mem_gb)
-        if pl.ps_sockets:
-            ps_srv = topo.socket_server[np.asarray(pl.ps_sockets, dtype=np.int64)]
-            np.add.at(occ.cores_free, ps_srv, prof.ps_cores)
-            np.add.at(occ.mem_free, ps_srv, prof.ps_mem_gb)
+        self.occ.release(job, pl)
         self.version += 1
 
     def fits(self, job: Job, pl: Placement) -> bool:

@@ -48,13 +48,6 @@ from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 ALLOCATE, PLACE = 0, 1
 
 
-def _alone_or_zero(perf: object, job: Job, pl: Placement, batch: int) -> float:
-    try:
-        return float(perf.alone_speed(job, pl, batch))  # type: ignore[attr-defined]
-    except ValueError:
-        return 0.0
-
-
 class InvalidActionError(ValueError):
     """An action the mask does not allow."""
 
@@ -681,7 +674,7 @@ class DecisionPoint:
             try:
                 sp = perf.alone_speeds(jobs, pls, bs)
             except ValueError:  # a measured backend has no data for some: 0, and their slots are masked
-                sp = np.array([_alone_or_zero(perf, j, pl, int(b)) for j, pl, b in zip(jobs, pls, bs.tolist())])
+                sp = np.array([perf.alone_speed_or_zero(j, pl, int(b)) for j, pl, b in zip(jobs, pls, bs.tolist())])
             if any(j.mode == "async" for j in jobs):  # progress, not samples: stale gradients are worth less
                 sp = sp * perf.efficiency(jobs, pls, bs, np.zeros(len(jobs)))
             for (key, ix), v in zip(miss.items(), sp.tolist()):

@@ -74,13 +74,6 @@ def _configs(job: Job, perf: PerformanceModel) -> list[tuple[str, str]]:
     return out
 
 
-def _speed_or_zero(perf: PerformanceModel, job: Job, pl: Placement, batch: int) -> float:
-    try:
-        return perf.alone_speed(job, pl, batch)
-    except ValueError:
-        return 0.0
-
-
 class BestRates:
     """Best isolated progress rate per (model, batch, arch, mode), cached. The
     seeds of one scenario share these groups (same cluster, same backend), so
@@ -159,7 +152,7 @@ class BestRates:
         try:
             speed = perf.isolated_speeds(jobs, pls, batch)
         except ValueError:  # a measured backend has no data for some of them: those cannot be the best
-            speed = np.array([_speed_or_zero(perf, job, pl, int(b)) for pl, b in zip(pls, batch.tolist())])
+            speed = np.array([perf.alone_speed_or_zero(job, pl, int(b)) for pl, b in zip(pls, batch.tolist())])
         ok = speed > 0
         eff = np.zeros((len(pls), progress.size))
         if ok.any():

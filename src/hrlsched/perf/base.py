@@ -111,6 +111,16 @@ class PerformanceModel(ABC):
             self._alone_cache[key] = v
         return v
 
+    def alone_speed_or_zero(self, job: Job, placement: Placement, batch_size: int | None = None) -> float:
+        """``alone_speed``, or 0 where the backend has no speed for the
+        placement (``prices_everything`` False)."""
+        try:
+            return self.alone_speed(job, placement, batch_size)
+        except ValueError:
+            if self.prices_everything:
+                raise
+            return 0.0
+
     def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray | None:
         """An upper bound on the job's speed alone at each worker count, over
         every placement and PS count, cheap to compute; None when the backend

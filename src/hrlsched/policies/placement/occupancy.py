@@ -39,6 +39,20 @@ class Occupancy:
             np.subtract.at(self.cores_free, ps_srv, prof.ps_cores)
             np.subtract.at(self.mem_free, ps_srv, prof.ps_mem_gb)
 
+    def release(self, job: Job, pl: Placement) -> None:
+        """Undo ``commit`` of ``job`` at ``pl``."""
+        self.forget()
+        topo, prof = self.topo, self.profile(job)
+        g = np.asarray(pl.gpus, dtype=np.int64)
+        np.add.at(self.gpu_free, g, 1)
+        srv = topo.gpu_server[g]
+        np.add.at(self.cores_free, srv, prof.worker_cores)
+        np.add.at(self.mem_free, srv, prof.worker_mem_gb)
+        if pl.ps_sockets:
+            ps_srv = topo.socket_server[np.asarray(pl.ps_sockets, dtype=np.int64)]
+            np.add.at(self.cores_free, ps_srv, prof.ps_cores)
+            np.add.at(self.mem_free, ps_srv, prof.ps_mem_gb)
+
     def commit_many(self, jobs: list[Job], pls: list[Placement]) -> None:
         """``commit`` for many jobs at once (the running jobs kept in place)."""
         if not pls:
