@@ -259,3 +259,31 @@ def test_shipped_checkpoint_loads_and_decides() -> None:
     assert pol.ck["config"]["train_seeds"] and min(pol.ck["config"]["train_seeds"]) >= 100
     res = simulate(resolve_run_config("default", "hrl", 0, TINY))
     assert summary(res, "hrl", "default")["jobs_completed"] == 10
+
+
+def test_level2_teacher_plans_each_partial_placement_anew(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The teacher's plan belongs to the job being placed, even when the new
+    partial placement has the id() of a freed earlier one (CPython reuses
+    ids; a stale plan labelled the next job's tasks and crashed training at
+    level 2). Modelled by giving every object the same id."""
+    from types import SimpleNamespace
+
+    from hrlsched.agent import experts
+    from hrlsched.core.placement import Placement
+    from hrlsched.envs.base import ALLOCATE
+
+    monkeypatch.setattr(experts, "id", lambda obj: 1, raising=False)  # every id() the same
+    plans = {"a": Placement((3,), ()), "b": Placement((5, 6), ())}
+    env = SimpleNamespace(_view=object(), phase=ALLOCATE + 1, board=None, place_off=10, max_gpus=8,
+                          defer_action=30, _mask=np.ones(31, dtype=bool), dp=SimpleNamespace(hint_name=None))
+    env.feas = SimpleNamespace(place=lambda view, board, job, w, p: plans[job])
+    env.topo = None
+    teacher = experts.Teacher("optimus")
+    teacher.reset(env)
+    teacher._policy = SimpleNamespace(allocate=lambda view: {})  # level 1 is not asked here
+    env.part = SimpleNamespace(job="a", n_workers=1, n_ps=0, gpus=[], sockets=[], placing_worker=True)
+    assert teacher.action(env) == 10 + 3
+    env.part = SimpleNamespace(job="b", n_workers=2, n_ps=0, gpus=[], sockets=[], placing_worker=True)
+    assert teacher.action(env) == 10 + 5
+    env.part.gpus.append(5)
+    assert teacher.action(env) == 10 + 6

@@ -44,17 +44,21 @@ class Teacher:
         pol: AllocationPolicy = ALLOCATIONS[self.name].factory()  # type: ignore[assignment]
         pol.reset(env.topo, np.random.default_rng(0))
         self._policy = pol
-        self._view_id = -1
+        # The view and the partial placement a cache belongs to are held, not
+        # their id(): a freed object's id is reused by the next one, and a
+        # stale plan then labelled the next job's tasks (an IndexError, or
+        # silently wrong labels).
+        self._view: object | None = None
         self._allocs: dict[int, Allocation] = {}
-        self._plan: tuple[int, Placement | None] | None = None
+        self._plan: tuple[object, Placement | None] | None = None
 
     def action(self, env: SchedulingEnv) -> int:
         if self._policy is None:
             raise RuntimeError("Teacher.action before Teacher.reset(env)")
         view = env._view
         assert view is not None
-        if id(view) != self._view_id:  # a new decision point
-            self._view_id = id(view)
+        if view is not self._view:  # a new decision point
+            self._view = view
             dp = env.dp
             if dp.hint_name == self.name:  # the env's hint is this heuristic: the same labels, computed once
                 self._allocs = dp._hints
@@ -91,9 +95,9 @@ class Teacher:
     def _place(self, env: SchedulingEnv) -> int:
         part = env.part
         assert part is not None and env._view is not None
-        if self._plan is None or self._plan[0] != id(part):
+        if self._plan is None or self._plan[0] is not part:
             pl = env.feas.place(env._view, env.board, part.job, part.n_workers, part.n_ps)
-            self._plan = (id(part), pl)
+            self._plan = (part, pl)
         pl = self._plan[1]
         mask = env._mask
         if pl is None:
