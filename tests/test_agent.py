@@ -287,3 +287,21 @@ def test_level2_teacher_plans_each_partial_placement_anew(monkeypatch: pytest.Mo
     assert teacher.action(env) == 10 + 5
     env.part.gpus.append(5)
     assert teacher.action(env) == 10 + 6
+
+
+def test_joint_phase_from_a_level1_checkpoint_clones_its_new_heads(tmp_path: Path) -> None:
+    """``--level both --init L1 --option bc_after_init=true``: the level-1
+    weights are carried over and cloning is still to run (without the
+    option, --init skips it)."""
+    common = dict(overrides=TINY, max_jobs=16, train_seeds=[1000], valid_seeds=[1000], minutes=None, steps=1,
+                  workers=0, rollouts=1, bc_episodes=1, bc_epochs=1, eval_every_min=1e9, net=SMALL_NET.to_dict())
+    torch.manual_seed(0)
+    Trainer(TrainConfig(level="1", **common), tmp_path / "l1", log=lambda s: None).save()
+    l1 = ckpt.load(tmp_path / "l1" / "last.pt")["state_dict"]
+    for bc_after in (False, True):
+        logs: list[str] = []
+        tr = Trainer(TrainConfig(level="both", bc_after_init=bc_after, **common), tmp_path / f"both{bc_after}",
+                     init=str(tmp_path / "l1" / "last.pt"), log=logs.append)
+        assert torch.equal(tr.net.state_dict()["cand.0.weight"], l1["cand.0.weight"])  # carried over
+        assert "gpu_head" in " ".join(logs)  # the new heads are named
+        assert tr.bc_done is not bc_after  # run() clones first unless bc_done

@@ -77,6 +77,9 @@ class TrainConfig:
     bc_episodes: int = 4
     bc_epochs: int = 4
     bc_lr: float = 1e-3
+    # clone also after --init: the joint phase, started from a level-1 checkpoint, first teaches its new
+    # placement heads (and the encoders, which now read what moves within a point) the heuristics
+    bc_after_init: bool = False
     # curriculum on the simulated horizon of an episode
     horizon_start_h: float = 3.0
     horizon_growth_h: float = 0.5  # per iteration
@@ -195,7 +198,7 @@ class Trainer:
         elif init is not None:
             ck = ckpt.load(init)
             missing, unexpected = self.net.load_state_dict(ck["state_dict"], strict=False)
-            self.bc_done = True
+            self.bc_done = not cfg.bc_after_init
             self.log(f"initialised from {init}" + (f" (new heads: {sorted({k.split('.')[0] for k in missing})})"
                                                    if missing else ""))
 
