@@ -5,9 +5,11 @@ slot; *keep* (the running job keeps its allocation, no restart) where the
 hint changes it; more or fewer workers than the hint; *wait* where the hint
 runs the job; the hint's architecture or mode changed. Then how often the
 hint's slot itself falls short of the heuristic's worker count (the menu
-rounds it down, or the mask forbids it).
+rounds it down, or the mask forbids it). ``--list`` prints each departure:
+simulated time, job, the heuristic's workers, the hint's slot, the agent's
+choice and the GPUs free at that point.
 
-    .venv/bin/python benchmarks/hrl_decisions.py [--checkpoint PATH] [--scenario default] [--seed 0]
+    .venv/bin/python benchmarks/hrl_decisions.py [--checkpoint PATH] [--scenario default] [--seed 0] [--list]
 
 Needs a level-1 checkpoint trained with a hint (the shipped one is).
 """
@@ -24,6 +26,7 @@ def main() -> int:
     ap.add_argument("--checkpoint", default=None, help="agent checkpoint (default: the shipped one)")
     ap.add_argument("--scenario", default="default")
     ap.add_argument("--seed", type=int, default=0, help="workload seed (0-99: evaluation seeds)")
+    ap.add_argument("--list", action="store_true", help="print every departure from the hint")
     args = ap.parse_args()
     import numpy as np
     import torch
@@ -75,6 +78,12 @@ def main() -> int:
         k = int(np.flatnonzero(obs["current_job"])[0])
         raw = int(round(obs["jobs"][k, hint_w] * F.WORKER_SCALE))
         slot_w = int(t.workers[h]) if h > KEEP else (raw if h == KEEP else 0)
+        if args.list and a != h:
+            view = env._view
+            name = lambda c: ("wait", "keep")[c] if c <= KEEP else f"{t.workers[c]} workers"  # noqa: E731
+            print(f"  t={view.time_s / 3600:7.2f} h  job {view.jobs[k].job_id:>5}  heuristic {raw:>3} workers  "
+                  f"hint slot {name(h):<11}  agent {name(a):<11}  free GPUs {np.count_nonzero(view.gpu_tasks == 0)}"
+                  f"  ({kind})")
         if slot_w < raw:
             short[0] += 1
             short[1] += raw - slot_w
