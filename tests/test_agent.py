@@ -4,6 +4,7 @@ the ``hrl`` policy."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import subprocess
@@ -20,7 +21,7 @@ from hrlsched.agent import bc  # noqa: E402
 from hrlsched.agent import checkpoint as ckpt  # noqa: E402
 from hrlsched.agent.distributions import MaskedCategorical  # noqa: E402
 from hrlsched.agent.nets import HRLNet, NetConfig  # noqa: E402
-from hrlsched.agent.policy import CandidateScorer  # noqa: E402
+from hrlsched.agent.policy import CandidateScorer, hint_speed_gap_np  # noqa: E402
 from hrlsched.agent.rollout import RolloutSpec, make_env, run, to_tensors  # noqa: E402
 from hrlsched.agent.train import TrainConfig, Trainer  # noqa: E402
 from hrlsched.envs import features as F  # noqa: E402
@@ -75,18 +76,23 @@ def test_masked_actions_are_never_chosen() -> None:
         MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool))
 
 
-def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
+@pytest.mark.parametrize("hint_gap", [False, True])
+def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) -> None:
     """A level-1 network encodes a decision point once (the ``hrl`` policy's
     fast path): scoring each job from that encoding and its own rows, in
     torch or with the policy's numpy scorer, equals scoring the full
-    observation, at every choice of an episode."""
-    env = make_env("allocate", 1000, tiny_kwargs(hint="optimus"))
+    observation, at every choice of an episode (with the hint-gap weight too)."""
+    env = make_env("allocate", 1000, tiny_kwargs(hint="optimus", overrides=[*TINY, "workload.open_fraction=1.0"]))
     obs, _ = env.reset(seed=0)
     dp = env.unwrapped.dp
     torch.manual_seed(0)
-    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    net = HRLNet(dataclasses.replace(SMALL_NET, hint_gap=hint_gap), allocates=True, places=False)
+    if hint_gap:
+        with torch.no_grad():
+            net.gap.fill_(0.7)
     assert net.static
     scorer = CandidateScorer(net)
+    gaps = 0
     rng = np.random.default_rng(0)
     enc, point, checked, hinted = None, -1, 0, 0
     for _ in range(150):
@@ -102,6 +108,7 @@ def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
         cur = enc["hj"][0, int(np.flatnonzero(o["current_job"])[0])].detach().numpy()
         fast = scorer(o["cluster"], o["context"], enc["pooled"][0].detach().numpy(), cur, o["candidates"])
         np.testing.assert_allclose(fast, a_full[0].detach().numpy(), rtol=1e-4, atol=1e-4)
+        gaps += bool(np.any(hint_speed_gap_np(o["candidates"]) != 0))
         checked += 1
         mask = obs["action_mask"].astype(bool)
         hint = obs["candidates"][:, F.CANDIDATE_FEATURES.index("is_hint")]
@@ -111,6 +118,7 @@ def test_static_encoding_once_per_point_gives_the_same_logits() -> None:
         if term or trunc:
             break
     assert checked > 20 and point > 2 and hinted > 0
+    assert gaps > 0  # the gap term was in play (open jobs: other architectures or modes at the hint's size)
 
 
 def test_behaviour_cloning_lowers_the_imitation_loss() -> None:
@@ -305,3 +313,44 @@ def test_joint_phase_from_a_level1_checkpoint_clones_its_new_heads(tmp_path: Pat
         assert torch.equal(tr.net.state_dict()["cand.0.weight"], l1["cand.0.weight"])  # carried over
         assert "gpu_head" in " ".join(logs)  # the new heads are named
         assert tr.bc_done is not bc_after  # run() clones first unless bc_done
+
+
+def test_hint_speed_gap_compares_slots_at_the_hints_size() -> None:
+    from hrlsched.agent.nets import hint_speed_gap
+
+    C = {c: i for i, c in enumerate(F.CANDIDATE_FEATURES)}
+    c = np.zeros((6, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
+    c[:, C["valid"]] = [1, 1, 1, 1, 1, 0]
+    c[:, C["workers"]] = [0, 0.25, 0.5, 0.5, 1.0, 0.5]
+    c[:, C["speed_vs_requested"]] = [0, 0.8, 1.0, 1.3, 1.9, 2.0]
+    c[3, C["is_hint"]] = 1.0  # the hint: 4 workers at speed 1.3
+    want = [0, 0, 1.0 - 1.3, 0, 0, 0]  # only the other valid slot with 4 workers
+    np.testing.assert_allclose(hint_speed_gap_np(c), want, atol=1e-6)
+    np.testing.assert_allclose(hint_speed_gap(torch.as_tensor(c)[None])[0].numpy(), want, atol=1e-6)
+    c[:, C["is_hint"]] = 0
+    c[1, C["is_hint"]] = 1.0  # the hint is keep: nothing to compare
+    assert not hint_speed_gap_np(c).any() and not hint_speed_gap(torch.as_tensor(c)).any()
+
+
+def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
+    from hrlsched.agent import tune
+
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    src = tmp_path / "l1.pt"
+    ckpt.save(src, ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus")))
+    with pytest.raises(ValueError, match="evaluation"):
+        tune.TuneConfig(checkpoint=str(src), train_seeds=[5]).validate()
+    cfg = tune.TuneConfig(checkpoint=str(src), overrides=TINY, grid=[0.0, 2.0], train_seeds=[1000], valid_seeds=[1001],
+                          workers=1)
+    res = tune.run(cfg, tmp_path / "out", log=lambda s: None)
+    assert res["weight"] in (0.0, 2.0) and res["train"][res["weight"]] == min(res["train"].values())
+    rows = (tmp_path / "out" / "search.csv").read_text().splitlines()
+    assert rows[0] == ",".join(tune.FIELDS) and len(rows) == 1 + 2 + len({0.0, res["weight"]})
+    best = ckpt.load(tmp_path / "out" / "best-policy.pt")
+    assert float(best["state_dict"]["gap"]) == res["weight"] and best["net"]["net"]["hint_gap"]
+    assert ckpt.build_net(best).gap.item() == res["weight"]
+    logs: list[str] = []
+    assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
+    with pytest.raises(ckpt.CheckpointError, match="level-1"):
+        tune.with_weight({**ckpt.load(src), "part": "place"}, 1.0)

@@ -17,7 +17,13 @@ GPUs run on 1,024:
 - candidates (Decima's treatment of parallelism limits): each candidate row
   (workers, PSs, architecture, mode, predicted speed ...) is an *input* of
   one shared scorer together with the job being decided and the cluster
-  summary, so that worker counts are scored, not indexed by an output layer.
+  summary, so that worker counts are scored, not indexed by an output layer;
+- optionally (``NetConfig.hint_gap``) one learned weight on each slot's
+  predicted progress over the hint slot's, among the slots with the hint's
+  worker count (``hint_speed_gap``): the shared scorer reads the rows one by
+  one and cannot make that comparison, which is where the architecture and
+  mode a job leaves open are chosen (the heuristics keep the workload's
+  default). Its weight is fitted by ``hrlsched tune`` (``agent/tune.py``).
 
 The action layout is the environments' (``hrlsched.envs``): ``[candidates |
 GPUs | sockets | defer]`` (Hierarchical-v0), ``[candidates]``
@@ -34,6 +40,10 @@ import torch
 from torch import Tensor, nn
 
 from hrlsched.envs import features as F
+from hrlsched.envs.candidates import KEEP
+
+GAP_SCALE = 10.0  # the hint-gap weight is stored divided by this (speed gaps are of order 0.1)
+GAP_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in ("valid", "workers", "is_hint", "speed_vs_requested"))
 
 
 def feature_schema() -> dict[str, list[str]]:
@@ -60,6 +70,8 @@ class NetConfig:
     # what the point's earlier choices changed reaches it through the
     # cluster, context and candidate rows.
     static_point: bool = True
+    # one weight on ``hint_speed_gap`` added to the candidate scores (0 until fitted)
+    hint_gap: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -72,6 +84,21 @@ STATIC = {
     "sockets": [F.SOCKET_FEATURES.index("valid")],
     "links": [i for i, c in enumerate(F.LINK_FEATURES) if c != "jobs_crossing"],
 }
+
+
+def hint_speed_gap(c: Tensor) -> Tensor:
+    """Candidate rows ``c`` (..., N, F) -> (..., N): each valid slot's
+    predicted progress over the request (``speed_vs_requested``) minus the
+    hint slot's, for the slots with as many workers as the hint slot (its
+    other architectures, modes and PS counts); 0 for the other slots and
+    where the hint is *wait* or *keep* or absent."""
+    iv, iw, ih, isp = GAP_COLUMNS
+    hint = c[..., ih]
+    h = hint.argmax(-1, keepdim=True)
+    has = (hint.gather(-1, h) > 0) & (h > KEEP)
+    same = (c[..., iw] == c[..., iw].gather(-1, h)) & (c[..., iv] > 0) & has
+    gap = c[..., isp] - c[..., isp].gather(-1, h)
+    return torch.where(same, gap, torch.zeros_like(gap))
 
 
 def static_only(x: Tensor, key: str) -> Tensor:
@@ -154,6 +181,8 @@ class HRLNet(nn.Module):
         self.glob = mlp(n_glob, hid, d)
         if allocates:
             self.cand = mlp(len(F.CANDIDATE_FEATURES) + 2 * d, hid, 1)
+            if cfg.hint_gap:
+                self.gap = nn.Parameter(torch.zeros(()))
         if places:
             self.gpu_head = mlp(3 * d, hid, 1)
             self.sock_head = mlp(3 * d, hid, 1)
@@ -209,7 +238,10 @@ class HRLNet(nn.Module):
             raise ValueError(f"part: expected 'all', 'allocate' or 'place', got {part!r}")
         if self.allocates and part != "place":
             c = obs["candidates"]
-            parts.append(self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1))
+            score = self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1)
+            if self.cfg.hint_gap:
+                score = score + GAP_SCALE * self.gap * hint_speed_gap(c)
+            parts.append(score)
         if self.places and part != "allocate":
             G, S = hg.shape[1], hs.shape[1]
             parts.append(self.gpu_head(torch.cat([hg, gc.unsqueeze(1).expand(-1, G, -1)], -1)).squeeze(-1))

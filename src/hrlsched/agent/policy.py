@@ -25,8 +25,10 @@ import torch
 
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.nets import GAP_COLUMNS, GAP_SCALE
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.envs.candidates import KEEP
 
 SHIPPED = "hrl-default.pt"
 
@@ -123,6 +125,7 @@ class CandidateScorer:
 
         self.glob = layers(net.glob)
         self.cand = layers(net.cand)
+        self.gap = float(GAP_SCALE * net.gap.detach()) if net.cfg.hint_gap else 0.0
 
     @staticmethod
     def _mlp(x: np.ndarray, ws: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -134,4 +137,16 @@ class CandidateScorer:
         g = self._mlp(np.concatenate([cluster, context, pooled, cur]), self.glob)
         gc = np.concatenate([g, cur])
         x = np.concatenate([candidates, np.broadcast_to(gc, (candidates.shape[0], gc.size))], axis=1)
-        return self._mlp(x, self.cand)[:, 0]
+        score = self._mlp(x, self.cand)[:, 0]
+        if self.gap:
+            score = score + self.gap * hint_speed_gap_np(candidates)
+        return score
+
+
+def hint_speed_gap_np(c: np.ndarray) -> np.ndarray:
+    """``nets.hint_speed_gap`` for one job's candidate rows (N, F), in numpy."""
+    iv, iw, ih, isp = GAP_COLUMNS
+    h = int(np.argmax(c[:, ih]))
+    if c[h, ih] <= 0 or h <= KEEP:
+        return np.zeros(c.shape[0], dtype=c.dtype)
+    return np.where((c[:, iw] == c[h, iw]) & (c[:, iv] > 0), c[:, isp] - c[h, isp], 0.0).astype(c.dtype)

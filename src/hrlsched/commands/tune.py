@@ -1,0 +1,49 @@
+"""``hrlsched tune``: fit the hint-gap weight of a level-1 checkpoint by a
+search over whole episodes of training workloads (``hrlsched.agent.tune``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def tune(
+        checkpoint: Annotated[Path, typer.Option(help="a level-1 checkpoint trained with a hint (e.g. a cloned one)")],
+        out: Annotated[Path, typer.Option(help="directory: config.yaml, search.csv, weights/, best-policy.pt")],
+        scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
+        grid: Annotated[str, typer.Option(help="weights to try, comma-separated (units of nets.GAP_SCALE)")] =
+            "0,1,2,3,5,10",
+        seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
+        workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
+    ) -> None:
+        """Fit the agent's hint-gap weight on training workloads; what is
+        already in OUT/search.csv is not run again."""
+        from hrlsched.agent.checkpoint import CheckpointError
+        from hrlsched.agent.tune import TuneConfig, run
+        from hrlsched.commands.train import parse_seeds
+
+        err = Console(stderr=True)
+        try:
+            weights = [float(x) for x in grid.split(",") if x.strip()]
+        except ValueError:
+            err.print(f"[red]error:[/red] --grid {grid!r}: expected comma-separated numbers")
+            raise typer.Exit(2) from None
+        try:
+            cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []), grid=weights,
+                             train_seeds=parse_seeds(seeds), workers=workers)
+            res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
+        except (CheckpointError, ValueError, FileNotFoundError) as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        print(f"hint-gap weight, mean average JCT over {len(cfg.train_seeds)} training seeds:")
+        for w, v in res["train"].items():
+            print(f"  {w:>6g}  {v / 3600:.3f} h" + ("   <- chosen" if w == res["weight"] else ""))
+        print(f"held-back seeds {cfg.valid_seeds}: " + ", ".join(
+            f"weight {w:g} {v / 3600:.3f} h" for w, v in res["valid"].items()))
+        print(f"policy: {out / 'best-policy.pt'} (hrlsched simulate --policy hrl --checkpoint ...)")
