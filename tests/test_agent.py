@@ -5,6 +5,7 @@ the ``hrl`` policy."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -350,6 +351,8 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     best = ckpt.load(tmp_path / "out" / "best-policy.pt")
     assert float(best["state_dict"]["gap"]) == res["weight"] and best["net"]["net"]["hint_gap"]
     assert ckpt.build_net(best).gap.item() == res["weight"]
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["weight"] == res["weight"] and summary["elapsed_s"] > 0
     logs: list[str] = []
     assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
     with pytest.raises(ckpt.CheckpointError, match="level-1"):

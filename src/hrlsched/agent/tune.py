@@ -16,7 +16,8 @@ Procedure: the checkpoint ``--checkpoint`` (its other weights unchanged)
 with each weight of ``grid`` (in units of ``nets.GAP_SCALE``) on the
 training seeds (>= 1000); the weight of the lowest mean average JCT is then
 run on the held-back seeds (100-104) beside weight 0, and written as
-``OUT/best-policy.pt`` (what ``--policy hrl --checkpoint`` loads). Every
+``OUT/best-policy.pt`` (what ``--policy hrl --checkpoint`` loads) with
+``OUT/summary.json`` (the figures, and the wall time spent). Every
 episode's result is appended to ``OUT/search.csv`` as it finishes, so
 ``--resume`` (the same command again) runs only what is missing.
 """
@@ -25,6 +26,8 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import json
+import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -97,6 +100,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     per weight on the training seeds and for 0 and the chosen one on the
     held-back seeds."""
     cfg.validate()
+    start = time.time()
     out.mkdir(parents=True, exist_ok=True)
     write_config(out, cfg)
     base = ckpt.load(cfg.checkpoint)
@@ -131,8 +135,15 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     train = measure("train", list(cfg.grid), list(cfg.train_seeds))
     best = min(train, key=lambda w: (train[w], abs(w)))
     valid = measure("valid", sorted({0.0, best}), list(cfg.valid_seeds))
+    summary_path = out / "summary.json"
+    before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
+    summary = {"weight": best, "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
+               "train_avg_jct_s": {f"{k:g}": v for k, v in train.items()},
+               "valid_avg_jct_s": {f"{k:g}": v for k, v in valid.items()}}
     payload = ckpt.load(paths[best])
-    payload["tune"] = {"config": dataclasses.asdict(cfg), "train_avg_jct_s": {str(k): v for k, v in train.items()},
-                       "valid_avg_jct_s": {str(k): v for k, v in valid.items()}}
+    payload["tune"] = {"config": dataclasses.asdict(cfg), **summary}
     ckpt.save(out / "best-policy.pt", payload)
+    from hrlsched.io import write_text
+
+    write_text(summary_path, json.dumps(summary, indent=2) + "\n")
     return {"weight": best, "train": train, "valid": valid}

@@ -176,6 +176,8 @@ def register_curve(app: typer.Typer) -> None:
         run: Annotated[Path, typer.Option(help="a training run directory (metrics.csv, config.yaml)")],
         out: Annotated[Path, typer.Option(help="the plot (PNG); a CSV of the curve is written beside it")],
         heuristic: Annotated[str, typer.Option(help="the heuristic drawn as a line")] = "optimus+pack",
+        tune: Annotated[Optional[Path], typer.Option(help="an `hrlsched tune` directory whose search started from "  # noqa: UP045
+                                                     "this run's first evaluated weights: drawn after them")] = None,
     ) -> None:
         """Plot held-back avg JCT against training wall time, with a heuristic's
         figure on the same seeds as a line; writes PNG and CSV."""
@@ -199,10 +201,26 @@ def register_curve(app: typer.Typer) -> None:
         pts = [(float(r["wall_s"]) / 60, float(r["valid_avg_jct_h"])) for r in rows
                if r.get("valid_avg_jct_h") not in ("", "nan", None)]
         seeds = cfg["valid_seeds"]
+        tuned: list[tuple[float, float]] = []
+        if tune is not None:
+            import json
+
+            try:
+                ts = json.loads((tune / "summary.json").read_text())
+                tseeds = yaml.safe_load((tune / "config.yaml").read_text())["valid_seeds"]
+            except (OSError, ValueError, KeyError, yaml.YAMLError) as e:
+                err.print(f"[red]error:[/red] --tune {tune}: {e}")
+                raise typer.Exit(2) from None
+            if list(tseeds) != list(seeds):
+                err.print(f"[red]error:[/red] --tune {tune}: held-back seeds {tseeds}, the run's are {seeds}")
+                raise typer.Exit(2)
+            t0, v = pts[0][0], ts["valid_avg_jct_s"]
+            tuned = [(t0, v["0"] / 3600), (t0 + ts["elapsed_s"] / 60, v[f"{ts['weight']:g}"] / 3600)]
         ref = float(np.mean([summary(simulate(resolve_run_config(cfg["scenario"], heuristic, s, cfg["overrides"])),
                                      heuristic, cfg["scenario"])["avg_jct_s"] for s in seeds])) / 3600
-        lines = ["wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
-        lines += [f"{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in pts]
+        lines = ["phase,wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
+        lines += [f"train,{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in pts]
+        lines += [f"tune,{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in tuned]
         write_text(out.with_suffix(".csv"), "\n".join(lines) + "\n")
         import matplotlib
 
@@ -210,7 +228,9 @@ def register_curve(app: typer.Typer) -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label="hrl (greedy)")
+        ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label=f"hrl (greedy), {run.name}")
+        if tuned:
+            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label=f"hint-gap search, {tune.name}")
         ax.axhline(ref, color="k", ls="--", label=heuristic)
         ax.set_xlabel("training wall time (min)")
         ax.set_ylabel(f"avg JCT (h), seeds {seeds[0]}-{seeds[-1]}")
@@ -220,4 +240,4 @@ def register_curve(app: typer.Typer) -> None:
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=120)
         print(f"wrote {out} and {out.with_suffix('.csv')}; {heuristic} {ref:.3f} h, best hrl "
-              f"{min(j for _, j in pts):.3f} h")
+              f"{min(j for _, j in pts + tuned):.3f} h")
