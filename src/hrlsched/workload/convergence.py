@@ -27,7 +27,13 @@ def true_curve(job: Job) -> tuple[float, float, float]:
 
 
 def observed_loss(job: Job, step: float, rng: np.random.Generator) -> float:
-    b0, b1, b2 = true_curve(job)
+    return loss_on_curve(true_curve(job), step, rng)
+
+
+def loss_on_curve(curve: tuple[float, float, float], step: float, rng: np.random.Generator) -> float:
+    """``observed_loss`` given the job's ``true_curve`` (callers that observe
+    often keep the curve)."""
+    b0, b1, b2 = curve
     return (1.0 / (b0 * step + b1) + b2) * (1.0 + NOISE * rng.standard_normal())
 
 
