@@ -62,14 +62,63 @@ def crossed_links(topo: Topology, off: np.ndarray, pl: Placement) -> np.ndarray:
 
 
 class _Occupancy(Occupancy):
-    """``Occupancy`` with profiles looked up once per model."""
+    """``Occupancy`` with profiles looked up once per model, whose ``commit``
+    and ``release`` go task by task over the placement's ``PlacementIndex``
+    entry (the same subtractions, in the same order, as ``np.subtract.at``)
+    and keep the GPUs with a free slot per server up to date."""
 
-    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile]) -> None:
+    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile],
+                 index: PlacementIndex | None = None) -> None:
         super().__init__(view, max_tasks_per_gpu)
         self._profiles = profiles
+        self._index = index
+        self._gpu_server = index._server if index is not None else view.topology.gpu_server.tolist()
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
+
+    def commit(self, job: Job, pl: Placement) -> None:
+        self._apply(job, pl, -1)
+
+    def release(self, job: Job, pl: Placement) -> None:
+        self._apply(job, pl, 1)
+
+    def _apply(self, job: Job, pl: Placement, sign: int) -> None:
+        if self._index is None:
+            (super().commit if sign < 0 else super().release)(job, pl)
+            return
+        x = self._index.get(pl)
+        prof = self._profiles[job.model]
+        self._capacity.clear()
+        free, fg, srv_of = self.gpu_free, self._free_gpus, self._gpu_server
+        for g, c in x[8]:
+            before = int(free[g])
+            after = before + sign * c
+            free[g] = after
+            if fg is not None and (before > 0) != (after > 0):
+                fg[srv_of[g]] += 1.0 if after > 0 else -1.0
+        cores, mem = self.cores_free, self.mem_free
+        wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
+        ps = x[6].size > 0
+        for v, w, p in x[9]:  # one subtraction (addition) per task, workers first, as ``np.subtract.at``
+            c, m = float(cores[v]), float(mem[v])
+            if sign < 0:
+                for _ in range(w):
+                    c -= wc
+                    m -= wm
+                if ps:
+                    for _ in range(p):
+                        c -= pc
+                        m -= pm
+            else:
+                for _ in range(w):
+                    c += wc
+                    m += wm
+                if ps:
+                    for _ in range(p):
+                        c += pc
+                        m += pm
+            cores[v], mem[v] = c, m
 
 
 class PlacementIndex:
@@ -158,22 +207,26 @@ class Board:
         topo = view.topology
         self.topo = topo
         self.profiles = profiles
-        self.occ = _Occupancy(view, max_tasks_per_gpu, profiles)
+        self.index = index if index is not None else PlacementIndex(topo, link_off)
+        self.occ = _Occupancy(view, max_tasks_per_gpu, profiles, self.index)
         self.gpu_workers = np.zeros(topo.n_gpus, dtype=np.int64)  # workers decided on each GPU
         self.socket_ps = np.zeros(topo.n_sockets, dtype=np.int64)  # PSs decided on each socket
         self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
         self.link_off = link_off
-        self.index = index if index is not None else PlacementIndex(topo, link_off)
         self.version = 0  # bumped at each commitment (caches of feasibility key on it)
         self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
-        g, _, _, _, _, _, s, links, _, _ = self.index.get(pl)
+        x = self.index.get(pl)
         self.occ.commit(job, pl)
-        np.add.at(self.gpu_workers, g, 1)
-        if s.size:
-            np.add.at(self.socket_ps, s, 1)
-        self.link_jobs[links] += 1
+        gw = self.gpu_workers
+        for g, c in x[8]:
+            gw[g] += c
+        if x[6].size:
+            sp = self.socket_ps
+            for s in pl.ps_sockets:
+                sp[s] += 1
+        self.link_jobs[x[7]] += 1
         self.version += 1
 
     def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:

@@ -180,6 +180,7 @@ class DecisionPoint:
         self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
+        self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -525,6 +526,7 @@ class DecisionPoint:
         if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
             valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
         self._valid = valid
+        self._valid_idx = np.flatnonzero(valid).tolist()
         m = np.zeros(self.n_actions, dtype=np.int8)
         m[: t.size] = valid
         self._mask = m
@@ -763,16 +765,19 @@ class DecisionPoint:
         return sp
 
     def _candidate_matrix(self) -> np.ndarray:
+        """The candidate rows of the current job; only the valid slots are
+        computed (a handful), the others stay zero."""
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
+        idx = self._valid_idx
         cur = view.jobs[k]
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
-        out = self._cand_static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
-        out[:, 0] = valid
-        sp = self._slot_speeds(k, valid)
+        sub = self._cand_static[idx]  # valid, wait, keep, workers, PSs, arch, mode of the menu
+        sub[:, 0] = 1.0
+        sv = self._valid_slot_speeds(k, idx)
         free = max(self.board.free_slots(), 1)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
@@ -784,52 +789,78 @@ class DecisionPoint:
                 self._servers[skey] = servers
         if servers is None:
             servers = np.zeros(t.size)
-            for c in np.flatnonzero(valid[2:]).tolist():
-                pl = self.feas.place(view, self.board, self._slot_job(k, c + 2), int(t.workers[c + 2]),
-                                     int(t.ps[c + 2]))
+            for c in idx[1:]:
+                if c == KEEP:
+                    continue
+                pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
                 assert pl is not None
-                servers[c + 2] = np.count_nonzero(self._index.get(pl)[4])
-        out[:, 10] = servers
-        out[WAIT, 10] = 0.0
+                servers[c] = np.count_nonzero(self._index.get(pl)[4])
+        sub[:, 10] = servers[idx]
+        sub[0, 10] = 0.0  # wait (always valid: the first row)
         share = self._share.get(free)
         if share is None:
             share = self._share[free] = self._tw / free
-        out[:, 11] = share
-        if valid[KEEP]:
+        sub[:, 11] = share[idx]
+        if valid[KEEP]:  # the second row
             assert cur_pl is not None
             cw, cp = cur_pl.n_workers, cur_pl.n_ps
-            out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
+            sub[1, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
             if view.speed[k] > 0:
-                sp[KEEP] = float(view.speed[k])
+                x = float(view.speed[k])
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
-                    sp[KEEP] *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                    x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                sv[1] = x
             else:
-                sp[KEEP] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
-            out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
-            out[KEEP, 11] = cw / free
-        # speed over the request, hours to finish: on the valid slots only (a handful)
+                sv[1] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+            sub[1, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
+            sub[1, 11] = cw / free
+        # speed over the request, hours to finish
         req = max(req, 1e-12)
-        idx = np.flatnonzero(valid).tolist()
-        sv = sp[idx].tolist()
-        out[idx, 7] = [x / req for x in sv]
-        out[idx, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        out[:, 9] = self._restarts(cur, cur_pl)
-        out[:, 10] /= 4.0
-        out[:, 13] = out[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
+        sub[:, 7] = [x / req for x in sv]
+        sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
+        sub[:, 9] = self._restarts(cur, cur_pl)[idx]
+        sub[:, 10] /= 4.0
+        sub[:, 13] = sub[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
         al = self._hints.get(cur.job_id)
+        hint = -1
         if al is not None:
             arch = al.arch if al.arch is not None and self.base_jobs[cur.job_id].arch_open else cur.arch
             mode = al.mode if al.mode is not None and self.base_jobs[cur.job_id].mode_open else cur.mode
             ps = max(al.ps, 1) if arch == "ps" else 0
             keep = cur_pl is not None and (arch, mode) == (cur.arch, cur.mode) and cur_pl.n_workers == al.workers \
                 and cur_pl.n_ps == ps
-            out[nearest_slot(t, valid.astype(bool), al.workers, ps, ARCHS.index(arch), MODES.index(mode), keep),
-                12] = 1.0
+            nkey = (valid.tobytes(), al.workers, ps, arch, mode, keep)
+            hint = self._nearest.get(nkey, -1)
+            if hint < 0:
+                if len(self._nearest) > 4096:
+                    self._nearest.clear()
+                hint = self._nearest[nkey] = nearest_slot(t, valid, al.workers, ps, ARCHS.index(arch),
+                                                          MODES.index(mode), keep)
         elif self.hint_policy is not None:
-            out[WAIT, 12] = 1.0
-        out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)
-        np.minimum(out, F.BIG, out=out)
+            hint = WAIT
+        np.minimum(sub, F.BIG, out=sub)
+        out = np.zeros((t.size, sub.shape[1]), dtype=np.float32)
+        out[idx] = sub
+        if hint >= 0:  # a valid slot (wait, keep or a valid candidate)
+            out[hint, 12] = 1.0
         return out
+
+    def _valid_slot_speeds(self, k: int, idx: list[int]) -> list[float]:
+        """``_slot_speeds`` on the valid slots ``idx`` (as a list; wait and keep 0)."""
+        view, t = self.view, self.table
+        assert view is not None
+        jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
+        vec = self._slot_speed.get((jid, bs))
+        if vec is None:
+            vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
+            vec[:2] = 0.0  # wait, keep: set apart
+        sv = vec[idx].tolist()
+        new = [c for c, x in zip(idx, sv) if x != x]  # NaN: slots valid for the first time
+        if new:
+            v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
+            vec[new] = v
+            sv = vec[idx].tolist()
+        return sv
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""
