@@ -181,6 +181,7 @@ class DecisionPoint:
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
+        self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray]] = {}
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -526,7 +527,14 @@ class DecisionPoint:
         if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
             valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
         self._valid = valid
-        self._valid_idx = np.flatnonzero(valid).tolist()
+        vk = valid.tobytes()
+        vs = self._valid_sets.get(vk)
+        if vs is None:  # the valid slots (list, index array) and their static rows
+            ix = np.flatnonzero(valid)
+            st = self._cand_static[ix]
+            st[:, 0] = 1.0
+            vs = self._valid_sets[vk] = (ix.tolist(), ix, st)
+        self._valid_set = vs
         m = np.zeros(self.n_actions, dtype=np.int8)
         m[: t.size] = valid
         self._mask = m
@@ -770,14 +778,13 @@ class DecisionPoint:
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
-        idx = self._valid_idx
+        idx, ix, static = self._valid_set
         cur = view.jobs[k]
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
-        sub = self._cand_static[idx]  # valid, wait, keep, workers, PSs, arch, mode of the menu
-        sub[:, 0] = 1.0
-        sv = self._valid_slot_speeds(k, idx)
+        sub = static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
+        sv = self._valid_slot_speeds(k, idx, ix)
         free = max(self.board.free_slots(), 1)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
@@ -795,12 +802,12 @@ class DecisionPoint:
                 pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
                 assert pl is not None
                 servers[c] = np.count_nonzero(self._index.get(pl)[4])
-        sub[:, 10] = servers[idx]
+        sub[:, 10] = servers[ix]
         sub[0, 10] = 0.0  # wait (always valid: the first row)
         share = self._share.get(free)
         if share is None:
             share = self._share[free] = self._tw / free
-        sub[:, 11] = share[idx]
+        sub[:, 11] = share[ix]
         if valid[KEEP]:  # the second row
             assert cur_pl is not None
             cw, cp = cur_pl.n_workers, cur_pl.n_ps
@@ -818,7 +825,7 @@ class DecisionPoint:
         req = max(req, 1e-12)
         sub[:, 7] = [x / req for x in sv]
         sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        sub[:, 9] = self._restarts(cur, cur_pl)[idx]
+        sub[:, 9] = self._restarts(cur, cur_pl)[ix]
         sub[:, 10] /= 4.0
         sub[:, 13] = sub[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
         al = self._hints.get(cur.job_id)
@@ -840,12 +847,12 @@ class DecisionPoint:
             hint = WAIT
         np.minimum(sub, F.BIG, out=sub)
         out = np.zeros((t.size, sub.shape[1]), dtype=np.float32)
-        out[idx] = sub
+        out[ix] = sub
         if hint >= 0:  # a valid slot (wait, keep or a valid candidate)
             out[hint, 12] = 1.0
         return out
 
-    def _valid_slot_speeds(self, k: int, idx: list[int]) -> list[float]:
+    def _valid_slot_speeds(self, k: int, idx: list[int], ix: np.ndarray) -> list[float]:
         """``_slot_speeds`` on the valid slots ``idx`` (as a list; wait and keep 0)."""
         view, t = self.view, self.table
         assert view is not None
@@ -854,12 +861,12 @@ class DecisionPoint:
         if vec is None:
             vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
             vec[:2] = 0.0  # wait, keep: set apart
-        sv = vec[idx].tolist()
+        sv = vec[ix].tolist()
         new = [c for c, x in zip(idx, sv) if x != x]  # NaN: slots valid for the first time
         if new:
             v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
             vec[new] = v
-            sv = vec[idx].tolist()
+            sv = vec[ix].tolist()
         return sv
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
