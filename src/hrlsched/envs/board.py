@@ -72,10 +72,21 @@ class _Occupancy(Occupancy):
         super().__init__(view, max_tasks_per_gpu)
         self._profiles = profiles
         self._index = index
+        self._n_free = None
         self._gpu_server = index._server if index is not None else view.topology.gpu_server.tolist()
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
+
+    def forget(self) -> None:
+        super().forget()
+        self._n_free: int | None = None
+
+    def free_count(self) -> int:
+        """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
+        if self._n_free is None:
+            self._n_free = int(np.count_nonzero(self.gpu_free > 0))
+        return self._n_free
 
     def commit(self, job: Job, pl: Placement) -> None:
         self._apply(job, pl, -1)
@@ -95,8 +106,11 @@ class _Occupancy(Occupancy):
             before = int(free[g])
             after = before + sign * c
             free[g] = after
-            if fg is not None and (before > 0) != (after > 0):
-                fg[srv_of[g]] += 1.0 if after > 0 else -1.0
+            if (before > 0) != (after > 0):
+                if fg is not None:
+                    fg[srv_of[g]] += 1.0 if after > 0 else -1.0
+                if self._n_free is not None:
+                    self._n_free += 1 if after > 0 else -1
         cores, mem = self.cores_free, self.mem_free
         wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
         ps = x[6].size > 0
@@ -214,7 +228,6 @@ class Board:
         self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
         self.link_off = link_off
         self.version = 0  # bumped at each commitment (caches of feasibility key on it)
-        self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
         x = self.index.get(pl)
@@ -298,6 +311,4 @@ class Board:
 
     def free_slots(self) -> int:
         """GPUs with a free slot."""
-        if self._free[0] != self.version:
-            self._free = (self.version, int(np.count_nonzero(self.occ.gpu_free > 0)))
-        return self._free[1]
+        return self.occ.free_count()
