@@ -37,7 +37,13 @@ from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.placement.occupancy import Occupancy
-from hrlsched.workload.convergence import fit_curve, loss_on_curve, steps_to_converge, true_curve
+from hrlsched.workload.convergence import (
+    fit_curve,
+    fit_curves,
+    loss_on_curve,
+    steps_to_converge,
+    true_curve,
+)
 
 
 class Optimus(AllocationPolicy):
@@ -80,15 +86,25 @@ class Optimus(AllocationPolicy):
     def remaining_steps(self, view: ClusterView) -> np.ndarray:
         out = np.empty(len(view.jobs))
         fits = self._fits
+        # Refit the jobs with new observations, those with as many points together.
+        todo: dict[int, list[int]] = {}
+        for job in view.jobs:
+            memo = fits.get(job.job_id)
+            m = len(self.obs[job.job_id][0])
+            if memo is None or memo[0] != m:  # else no new observation: the same fit
+                todo.setdefault(m, []).append(job.job_id)
+        for m, jids in todo.items():
+            if len(jids) == 1:
+                ks, ls = self.obs[jids[0]]
+                fits[jids[0]] = (m, fit_curve(np.asarray(ks), np.asarray(ls)))
+                continue
+            got = fit_curves(np.array([self.obs[j][0] for j in jids], dtype=float).reshape(len(jids), m),
+                             np.array([self.obs[j][1] for j in jids], dtype=float).reshape(len(jids), m))
+            for j, fit in zip(jids, got):
+                fits[j] = (m, fit)
         for k, (job, done, b) in enumerate(zip(view.jobs, view.progress.tolist(), view.batch_sizes.tolist())):
             step = done / b
-            ks, ls = self.obs[job.job_id]
-            memo = fits.get(job.job_id)
-            if memo is not None and memo[0] == len(ks):  # no new observation: the same fit
-                fit = memo[1]
-            else:
-                fit = fit_curve(np.asarray(ks), np.asarray(ls))
-                fits[job.job_id] = (len(ks), fit)
+            fit = fits[job.job_id][1]
             est = steps_to_converge(fit[0], fit[1]) - step if fit else step
             out[k] = max(est, self.min_steps)
         return out
