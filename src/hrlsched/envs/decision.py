@@ -158,6 +158,8 @@ class DecisionPoint:
         self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
         self._rows = F.Rows(topo, self.max_gpus, self.max_sockets, self.max_tasks)
+        self._cores_total = max(topo.server_cores.sum(), 1e-9)
+        self._mem_total = max(topo.server_mem_gb.sum(), 1e-9)
         self._gm = np.zeros(self.max_gpus, dtype=np.int8)
         self._gm[: topo.n_gpus] = 1
         self._sm = np.zeros(self.max_sockets, dtype=np.int8)
@@ -179,9 +181,10 @@ class DecisionPoint:
         self._restart_sets: dict[tuple, np.ndarray] = {}
         self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
         self._slot_sets: dict[tuple, np.ndarray] = {}
-        self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
+        self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
-        self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray]] = {}
+        self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._menu_ps: dict[tuple, bool] = {}
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -313,8 +316,8 @@ class DecisionPoint:
             topo, occ = self.topo, board.occ
             self._cluster_board = (board.version, (
                 board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / max(topo.server_cores.sum(), 1e-9),
-                occ.mem_free.sum() / max(topo.server_mem_gb.sum(), 1e-9),
+                occ.cores_free.sum() / self._cores_total,
+                occ.mem_free.sum() / self._mem_total,
             ))
         t_h, active, queued, idle = self._cluster_point
         free, cores, mem = self._cluster_board[1]
@@ -500,28 +503,45 @@ class DecisionPoint:
             )
         return v
 
+    def _slots_with_ps(self, menu: tuple) -> bool:
+        """Whether any slot open to a job of ``menu`` (arch, mode, arch open, mode open) has a PS."""
+        v = self._menu_ps.get(menu)
+        if v is None:
+            arch, mode, arch_open, mode_open = menu
+            t = self.table
+            slots = np.flatnonzero((t.workers > 0) & ~t.duplicate & ((t.arch == ARCHS.index(arch)) | arch_open)
+                                   & ((t.mode == MODES.index(mode)) | mode_open))
+            v = self._menu_ps[menu] = bool(np.any(t.ps[slots] > 0))
+        return v
+
     def _cand_mask(self, k: int) -> None:
         """Mask of the candidates of job ``k``."""
         view, t, board, feas = self.view, self.table, self.board, self.feas
         assert view is not None
         cur = view.jobs[k]
         base = self.base_jobs[cur.job_id]
-        valid = np.zeros(t.size, dtype=bool)
-        valid[WAIT] = True
         cur_pl = view.placements[k]
-        if cur_pl is not None and board.fits(cur, cur_pl):
-            valid[KEEP] = True
-        # The slots the rules decide depend on the job's menu, the room and the PS room only.
+        keep = cur_pl is not None and board.fits(cur, cur_pl)
+        # The slots the rules decide depend on the job's menu, the room and the PS room only
+        # (not on the PS room where the menu's open slots have no PS).
         room = feas.worker_room(board, cur)  # workers use the same resources in every variant
-        key = (cur.arch, cur.mode, base.arch_open, base.mode_open, room,
-               *(feas.ps_room(board, cur) if feas.fill else ()))
+        menu = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        if feas.fill and self._slots_with_ps(menu):
+            key = (*menu, room, *feas.ps_room(board, cur))
+        else:
+            key = (*menu, room)
         v = self._slot_rules.get(key)
         if v is None:
             slots = self._slots(cur, base)
-            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if feas.fill else (0.0, 0.0)))
-            v = self._slot_rules[key] = (slots[ok], slots[ask].tolist())
-        valid[v[0]] = True
-        for c in v[1]:
+            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if len(key) > 5 else (0.0, 0.0)))
+            sure = np.zeros(t.size, dtype=bool)  # wait, and the slots the rules allow (keep apart)
+            sure[WAIT] = True
+            sure[slots[ok]] = True
+            kept = sure.copy()
+            kept[KEEP] = True
+            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist())
+        valid = (v[1] if keep else v[0]).copy()
+        for c in v[2]:
             job = self._slot_job(k, c)
             valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
         if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
@@ -533,11 +553,11 @@ class DecisionPoint:
             ix = np.flatnonzero(valid)
             st = self._cand_static[ix]
             st[:, 0] = 1.0
-            vs = self._valid_sets[vk] = (ix.tolist(), ix, st)
+            m = np.zeros(self.n_actions, dtype=np.int8)
+            m[: t.size] = valid
+            vs = self._valid_sets[vk] = (ix.tolist(), ix, st, m)
         self._valid_set = vs
-        m = np.zeros(self.n_actions, dtype=np.int8)
-        m[: t.size] = valid
-        self._mask = m
+        self._mask = vs[3].copy()
 
     def _choose_candidate(self, c: int) -> None:
         view, k, t = self.view, self.k, self.table
@@ -778,7 +798,7 @@ class DecisionPoint:
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
-        idx, ix, static = self._valid_set
+        idx, ix, static, _ = self._valid_set
         cur = view.jobs[k]
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
