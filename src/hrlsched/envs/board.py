@@ -151,17 +151,25 @@ class PlacementIndex:
         self._rack = topo.server_rack.tolist()
         self._nvlink = (np.broadcast_to(topo.nvlink_gbps, (topo.n_servers,)) > 0).tolist()
         self._cache: dict[Placement, tuple] = {}
+        self._by_id: dict[int, tuple[Placement, tuple]] = {}
 
     def clear(self) -> None:
         self._cache.clear()
+        self._by_id.clear()
 
     def get(self, pl: Placement) -> tuple:
         """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
         workers per such server, PSs per such server, PS sockets, links crossed;
         as Python lists: (GPU, workers) pairs, (server, workers, PSs) triples)."""
+        e = self._by_id.get(id(pl))  # the same object again (the view's placements): no hashing
+        if e is not None and e[0] is pl:
+            return e[1]
         v = self._cache.get(pl)
         if v is None:
             v = self._cache[pl] = self._make(pl)
+        if len(self._by_id) > 65536:
+            self._by_id.clear()
+        self._by_id[id(pl)] = (pl, v)  # holds ``pl``, so its id is not reused while it is here
         return v
 
     def _make(self, pl: Placement) -> tuple:
