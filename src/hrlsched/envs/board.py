@@ -263,15 +263,15 @@ class Board:
         tasks = np.bincount(g, minlength=topo.n_gpus)
         if np.any(tasks > occ.gpu_free):
             return False
-        profs = [self.profiles[j.model] for j in jobs]
+        profiles = self.profiles
+        res = np.array([self._res(profiles[j.model]) for j in jobs])  # per job: worker cores, memory, PS cores, memory
         wl = np.array([x[0].size for x in idx])
         pl_ = np.array([x[6].size for x in idx])
         gs, ss = topo.gpu_server[g], topo.socket_server[s]
         V = topo.n_servers
-        cores = np.bincount(gs, weights=np.repeat([p.worker_cores for p in profs], wl), minlength=V) \
-            + np.bincount(ss, weights=np.repeat([p.ps_cores for p in profs], pl_), minlength=V)
-        mem = np.bincount(gs, weights=np.repeat([p.worker_mem_gb for p in profs], wl), minlength=V) \
-            + np.bincount(ss, weights=np.repeat([p.ps_mem_gb for p in profs], pl_), minlength=V)
+        wr, pr = np.repeat(res[:, :2], wl, axis=0), np.repeat(res[:, 2:], pl_, axis=0)
+        cores = np.bincount(gs, weights=wr[:, 0], minlength=V) + np.bincount(ss, weights=pr[:, 0], minlength=V)
+        mem = np.bincount(gs, weights=wr[:, 1], minlength=V) + np.bincount(ss, weights=pr[:, 1], minlength=V)
         if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
             return False
         occ.gpu_free -= tasks  # as Occupancy.commit_many, with the loads just summed
@@ -283,6 +283,10 @@ class Board:
         self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)
         self.version += 1
         return True
+
+    @staticmethod
+    def _res(p: ModelProfile) -> tuple[float, float, float, float]:
+        return (p.worker_cores, p.worker_mem_gb, p.ps_cores, p.ps_mem_gb)
 
     def reserve(self, jobs: list[Job], pls: list[Placement]) -> None:
         """Hold the room of running jobs not decided yet (their GPUs, cores and

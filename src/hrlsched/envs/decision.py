@@ -255,27 +255,31 @@ class DecisionPoint:
         if not self.agent_allocates:
             assert self.alloc_policy is not None
             allocs = self.alloc_policy.allocate(view)
-            todo: list[tuple[int, Job, Placement | None, Allocation]] = []  # (job, its placement if kept, allocation)
+            # (job, its placement if kept, workers, PSs); the allocations of the others are made below
+            todo: list[tuple[int, Job, Placement | None, int, int]] = []
+            vjobs, vpls = view.jobs, view.placements
             for jid, al in allocs.items():
                 k = view.index(jid)
                 if k >= n or al.workers < 1:
                     continue
                 job = self._effective(k, al.arch, al.mode)
-                pl = view.placements[k]
+                pl = vpls[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
-                keep = pl is not None and job is view.jobs[k] and pl.n_workers == al.workers and pl.n_ps == nps
-                todo.append((k, job, pl if keep else None, Allocation(al.workers, nps, None, job.arch, job.mode)))
-            kept = [(job, pl) for _, job, pl, _ in todo if pl is not None]
-            if self.board.commit_kept([j for j, _ in kept], [pl for _, pl in kept]):  # the usual case
-                for job, pl in kept:
+                keep = pl is not None and job is vjobs[k] and len(pl.gpus) == al.workers and len(pl.ps_sockets) == nps
+                todo.append((k, job, pl if keep else None, al.workers, nps))
+            kj = [job for _, job, pl, _, _ in todo if pl is not None]
+            kp = [pl for _, _, pl, _, _ in todo if pl is not None]
+            if self.board.commit_kept(kj, kp):  # the usual case
+                for job, pl in zip(kj, kp):
                     self._record(job, pl)
-                self.queue = [(k, al) for k, _, pl, al in todo if pl is None]
+                self.queue = [(k, Allocation(w, p, None, job.arch, job.mode)) for k, job, pl, w, p in todo
+                              if pl is None]
             else:  # one after the other; a kept job that no longer fits is placed anew
-                for k, job, pl, al in todo:
+                for k, job, pl, w, p in todo:
                     if pl is not None and self.board.fits(job, pl):
                         self._commit(k, job, pl)
                     else:
-                        self.queue.append((k, al))
+                        self.queue.append((k, Allocation(w, p, None, job.arch, job.mode)))
         return self._next_choice()
 
     def _prepare(self) -> None:
