@@ -72,7 +72,7 @@ class _Occupancy(Occupancy):
         super().__init__(view, max_tasks_per_gpu)
         self._profiles = profiles
         self._index = index
-        self._n_free = None
+        self._n_free: int | None = None  # GPUs with a free slot, once counted
         self._gpu_server = index._server if index is not None else view.topology.gpu_server.tolist()
 
     def profile(self, job: Job) -> ModelProfile:
@@ -80,7 +80,7 @@ class _Occupancy(Occupancy):
 
     def forget(self) -> None:
         super().forget()
-        self._n_free: int | None = None
+        self._n_free = None
 
     def free_count(self) -> int:
         """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
