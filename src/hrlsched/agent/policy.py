@@ -126,6 +126,7 @@ class CandidateScorer:
         self.glob = layers(net.glob)
         self.cand = layers(net.cand)
         self.gap = float(GAP_SCALE * net.gap.detach()) if net.cfg.hint_gap else 0.0
+        self._x: np.ndarray | None = None
 
     @staticmethod
     def _mlp(x: np.ndarray, ws: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -135,8 +136,14 @@ class CandidateScorer:
     def __call__(self, cluster: np.ndarray, context: np.ndarray, pooled: np.ndarray, cur: np.ndarray,
                  candidates: np.ndarray) -> np.ndarray:
         g = self._mlp(np.concatenate([cluster, context, pooled, cur]), self.glob)
-        gc = np.concatenate([g, cur])
-        x = np.concatenate([candidates, np.broadcast_to(gc, (candidates.shape[0], gc.size))], axis=1)
+        # [candidates | g | cur] on every row: the array ``np.concatenate`` would make, filled in place
+        n, d = candidates.shape
+        x = self._x
+        if x is None or x.shape != (n, d + g.size + cur.size) or x.dtype != np.result_type(candidates, g, cur):
+            x = self._x = np.empty((n, d + g.size + cur.size), dtype=np.result_type(candidates, g, cur))
+        x[:, :d] = candidates
+        x[:, d:d + g.size] = g
+        x[:, d + g.size:] = cur
         score = self._mlp(x, self.cand)[:, 0]
         if self.gap:
             score = score + self.gap * hint_speed_gap_np(candidates)

@@ -31,8 +31,12 @@ class Placement:
         return len(self.ps_sockets)
 
     def canonical(self) -> Placement:
-        """Order-free form: two placements with the same sets compare equal."""
-        return Placement(tuple(sorted(self.gpus)), tuple(sorted(self.ps_sockets)))
+        """Order-free form: two placements with the same sets compare equal
+        (the placement itself when it is already in that form)."""
+        g, p = tuple(sorted(self.gpus)), tuple(sorted(self.ps_sockets))
+        if g == self.gpus and p == self.ps_sockets:
+            return self
+        return Placement(g, p)
 
 
 def _ints(x: object) -> tuple[int, ...]:

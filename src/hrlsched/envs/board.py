@@ -62,14 +62,77 @@ def crossed_links(topo: Topology, off: np.ndarray, pl: Placement) -> np.ndarray:
 
 
 class _Occupancy(Occupancy):
-    """``Occupancy`` with profiles looked up once per model."""
+    """``Occupancy`` with profiles looked up once per model, whose ``commit``
+    and ``release`` go task by task over the placement's ``PlacementIndex``
+    entry (the same subtractions, in the same order, as ``np.subtract.at``)
+    and keep the GPUs with a free slot per server up to date."""
 
-    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile]) -> None:
+    def __init__(self, view: ClusterView, max_tasks_per_gpu: int, profiles: Mapping[str, ModelProfile],
+                 index: PlacementIndex | None = None) -> None:
         super().__init__(view, max_tasks_per_gpu)
         self._profiles = profiles
+        self._index = index
+        self._n_free: int | None = None  # GPUs with a free slot, once counted
+        self._gpu_server = index._server if index is not None else view.topology.gpu_server.tolist()
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
+
+    def forget(self) -> None:
+        super().forget()
+        self._n_free = None
+
+    def free_count(self) -> int:
+        """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
+        if self._n_free is None:
+            self._n_free = int(np.count_nonzero(self.gpu_free > 0))
+        return self._n_free
+
+    def commit(self, job: Job, pl: Placement) -> None:
+        self._apply(job, pl, -1)
+
+    def release(self, job: Job, pl: Placement) -> None:
+        self._apply(job, pl, 1)
+
+    def _apply(self, job: Job, pl: Placement, sign: int) -> None:
+        if self._index is None:
+            (super().commit if sign < 0 else super().release)(job, pl)
+            return
+        x = self._index.get(pl)
+        prof = self._profiles[job.model]
+        self._capacity.clear()
+        free, fg, srv_of = self.gpu_free, self._free_gpus, self._gpu_server
+        for g, c in x[8]:
+            before = int(free[g])
+            after = before + sign * c
+            free[g] = after
+            if (before > 0) != (after > 0):
+                if fg is not None:
+                    fg[srv_of[g]] += 1.0 if after > 0 else -1.0
+                if self._n_free is not None:
+                    self._n_free += 1 if after > 0 else -1
+        cores, mem = self.cores_free, self.mem_free
+        wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
+        ps = x[6].size > 0
+        for v, w, p in x[9]:  # one subtraction (addition) per task, workers first, as ``np.subtract.at``
+            c, m = float(cores[v]), float(mem[v])
+            if sign < 0:
+                for _ in range(w):
+                    c -= wc
+                    m -= wm
+                if ps:
+                    for _ in range(p):
+                        c -= pc
+                        m -= pm
+            else:
+                for _ in range(w):
+                    c += wc
+                    m += wm
+                if ps:
+                    for _ in range(p):
+                        c += pc
+                        m += pm
+            cores[v], mem[v] = c, m
 
 
 class PlacementIndex:
@@ -88,17 +151,25 @@ class PlacementIndex:
         self._rack = topo.server_rack.tolist()
         self._nvlink = (np.broadcast_to(topo.nvlink_gbps, (topo.n_servers,)) > 0).tolist()
         self._cache: dict[Placement, tuple] = {}
+        self._by_id: dict[int, tuple[Placement, tuple]] = {}
 
     def clear(self) -> None:
         self._cache.clear()
+        self._by_id.clear()
 
     def get(self, pl: Placement) -> tuple:
         """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
         workers per such server, PSs per such server, PS sockets, links crossed;
         as Python lists: (GPU, workers) pairs, (server, workers, PSs) triples)."""
+        e = self._by_id.get(id(pl))  # the same object again (the view's placements): no hashing
+        if e is not None and e[0] is pl:
+            return e[1]
         v = self._cache.get(pl)
         if v is None:
             v = self._cache[pl] = self._make(pl)
+        if len(self._by_id) > 65536:
+            self._by_id.clear()
+        self._by_id[id(pl)] = (pl, v)  # holds ``pl``, so its id is not reused while it is here
         return v
 
     def _make(self, pl: Placement) -> tuple:
@@ -158,22 +229,25 @@ class Board:
         topo = view.topology
         self.topo = topo
         self.profiles = profiles
-        self.occ = _Occupancy(view, max_tasks_per_gpu, profiles)
+        self.index = index if index is not None else PlacementIndex(topo, link_off)
+        self.occ = _Occupancy(view, max_tasks_per_gpu, profiles, self.index)
         self.gpu_workers = np.zeros(topo.n_gpus, dtype=np.int64)  # workers decided on each GPU
         self.socket_ps = np.zeros(topo.n_sockets, dtype=np.int64)  # PSs decided on each socket
         self.link_jobs = np.zeros(int(link_off[-1]), dtype=np.int64)  # decided jobs crossing each link
         self.link_off = link_off
-        self.index = index if index is not None else PlacementIndex(topo, link_off)
         self.version = 0  # bumped at each commitment (caches of feasibility key on it)
-        self._free = (-1, 0)
 
     def commit(self, job: Job, pl: Placement) -> None:
-        g, _, _, _, _, _, s, links, _, _ = self.index.get(pl)
+        x = self.index.get(pl)
         self.occ.commit(job, pl)
-        np.add.at(self.gpu_workers, g, 1)
-        if s.size:
-            np.add.at(self.socket_ps, s, 1)
-        self.link_jobs[links] += 1
+        gw = self.gpu_workers
+        for g, c in x[8]:
+            gw[g] += c
+        if x[6].size:
+            sp = self.socket_ps
+            for s in pl.ps_sockets:
+                sp[s] += 1
+        self.link_jobs[x[7]] += 1
         self.version += 1
 
     def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:
@@ -189,15 +263,15 @@ class Board:
         tasks = np.bincount(g, minlength=topo.n_gpus)
         if np.any(tasks > occ.gpu_free):
             return False
-        profs = [self.profiles[j.model] for j in jobs]
+        profiles = self.profiles
+        res = np.array([self._res(profiles[j.model]) for j in jobs])  # per job: worker cores, memory, PS cores, memory
         wl = np.array([x[0].size for x in idx])
         pl_ = np.array([x[6].size for x in idx])
         gs, ss = topo.gpu_server[g], topo.socket_server[s]
         V = topo.n_servers
-        cores = np.bincount(gs, weights=np.repeat([p.worker_cores for p in profs], wl), minlength=V) \
-            + np.bincount(ss, weights=np.repeat([p.ps_cores for p in profs], pl_), minlength=V)
-        mem = np.bincount(gs, weights=np.repeat([p.worker_mem_gb for p in profs], wl), minlength=V) \
-            + np.bincount(ss, weights=np.repeat([p.ps_mem_gb for p in profs], pl_), minlength=V)
+        wr, pr = np.repeat(res[:, :2], wl, axis=0), np.repeat(res[:, 2:], pl_, axis=0)
+        cores = np.bincount(gs, weights=wr[:, 0], minlength=V) + np.bincount(ss, weights=pr[:, 0], minlength=V)
+        mem = np.bincount(gs, weights=wr[:, 1], minlength=V) + np.bincount(ss, weights=pr[:, 1], minlength=V)
         if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
             return False
         occ.gpu_free -= tasks  # as Occupancy.commit_many, with the loads just summed
@@ -209,6 +283,10 @@ class Board:
         self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)
         self.version += 1
         return True
+
+    @staticmethod
+    def _res(p: ModelProfile) -> tuple[float, float, float, float]:
+        return (p.worker_cores, p.worker_mem_gb, p.ps_cores, p.ps_mem_gb)
 
     def reserve(self, jobs: list[Job], pls: list[Placement]) -> None:
         """Hold the room of running jobs not decided yet (their GPUs, cores and
@@ -245,6 +323,4 @@ class Board:
 
     def free_slots(self) -> int:
         """GPUs with a free slot."""
-        if self._free[0] != self.version:
-            self._free = (self.version, int(np.count_nonzero(self.occ.gpu_free > 0)))
-        return self._free[1]
+        return self.occ.free_count()

@@ -158,6 +158,8 @@ class DecisionPoint:
         self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
         self._rows = F.Rows(topo, self.max_gpus, self.max_sockets, self.max_tasks)
+        self._cores_total = max(topo.server_cores.sum(), 1e-9)
+        self._mem_total = max(topo.server_mem_gb.sum(), 1e-9)
         self._gm = np.zeros(self.max_gpus, dtype=np.int8)
         self._gm[: topo.n_gpus] = 1
         self._sm = np.zeros(self.max_sockets, dtype=np.int8)
@@ -179,7 +181,10 @@ class DecisionPoint:
         self._restart_sets: dict[tuple, np.ndarray] = {}
         self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
         self._slot_sets: dict[tuple, np.ndarray] = {}
-        self._slot_rules: dict[tuple, tuple[np.ndarray, list[int]]] = {}  # slots the rules allow / leave open
+        self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
+        self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
+        self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._menu_ps: dict[tuple, bool] = {}
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -250,27 +255,31 @@ class DecisionPoint:
         if not self.agent_allocates:
             assert self.alloc_policy is not None
             allocs = self.alloc_policy.allocate(view)
-            todo: list[tuple[int, Job, Placement | None, Allocation]] = []  # (job, its placement if kept, allocation)
+            # (job, its placement if kept, workers, PSs); the allocations of the others are made below
+            todo: list[tuple[int, Job, Placement | None, int, int]] = []
+            vjobs, vpls = view.jobs, view.placements
             for jid, al in allocs.items():
                 k = view.index(jid)
                 if k >= n or al.workers < 1:
                     continue
                 job = self._effective(k, al.arch, al.mode)
-                pl = view.placements[k]
+                pl = vpls[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
-                keep = pl is not None and job is view.jobs[k] and pl.n_workers == al.workers and pl.n_ps == nps
-                todo.append((k, job, pl if keep else None, Allocation(al.workers, nps, None, job.arch, job.mode)))
-            kept = [(job, pl) for _, job, pl, _ in todo if pl is not None]
-            if self.board.commit_kept([j for j, _ in kept], [pl for _, pl in kept]):  # the usual case
-                for job, pl in kept:
+                keep = pl is not None and job is vjobs[k] and len(pl.gpus) == al.workers and len(pl.ps_sockets) == nps
+                todo.append((k, job, pl if keep else None, al.workers, nps))
+            kj = [job for _, job, pl, _, _ in todo if pl is not None]
+            kp = [pl for _, _, pl, _, _ in todo if pl is not None]
+            if self.board.commit_kept(kj, kp):  # the usual case
+                for job, pl in zip(kj, kp):
                     self._record(job, pl)
-                self.queue = [(k, al) for k, _, pl, al in todo if pl is None]
+                self.queue = [(k, Allocation(w, p, None, job.arch, job.mode)) for k, job, pl, w, p in todo
+                              if pl is None]
             else:  # one after the other; a kept job that no longer fits is placed anew
-                for k, job, pl, al in todo:
+                for k, job, pl, w, p in todo:
                     if pl is not None and self.board.fits(job, pl):
                         self._commit(k, job, pl)
                     else:
-                        self.queue.append((k, al))
+                        self.queue.append((k, Allocation(w, p, None, job.arch, job.mode)))
         return self._next_choice()
 
     def _prepare(self) -> None:
@@ -311,8 +320,8 @@ class DecisionPoint:
             topo, occ = self.topo, board.occ
             self._cluster_board = (board.version, (
                 board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / max(topo.server_cores.sum(), 1e-9),
-                occ.mem_free.sum() / max(topo.server_mem_gb.sum(), 1e-9),
+                occ.cores_free.sum() / self._cores_total,
+                occ.mem_free.sum() / self._mem_total,
             ))
         t_h, active, queued, idle = self._cluster_point
         free, cores, mem = self._cluster_board[1]
@@ -498,36 +507,61 @@ class DecisionPoint:
             )
         return v
 
+    def _slots_with_ps(self, menu: tuple) -> bool:
+        """Whether any slot open to a job of ``menu`` (arch, mode, arch open, mode open) has a PS."""
+        v = self._menu_ps.get(menu)
+        if v is None:
+            arch, mode, arch_open, mode_open = menu
+            t = self.table
+            slots = np.flatnonzero((t.workers > 0) & ~t.duplicate & ((t.arch == ARCHS.index(arch)) | arch_open)
+                                   & ((t.mode == MODES.index(mode)) | mode_open))
+            v = self._menu_ps[menu] = bool(np.any(t.ps[slots] > 0))
+        return v
+
     def _cand_mask(self, k: int) -> None:
         """Mask of the candidates of job ``k``."""
         view, t, board, feas = self.view, self.table, self.board, self.feas
         assert view is not None
         cur = view.jobs[k]
         base = self.base_jobs[cur.job_id]
-        valid = np.zeros(t.size, dtype=bool)
-        valid[WAIT] = True
         cur_pl = view.placements[k]
-        if cur_pl is not None and board.fits(cur, cur_pl):
-            valid[KEEP] = True
-        # The slots the rules decide depend on the job's menu, the room and the PS room only.
+        keep = cur_pl is not None and board.fits(cur, cur_pl)
+        # The slots the rules decide depend on the job's menu, the room and the PS room only
+        # (not on the PS room where the menu's open slots have no PS).
         room = feas.worker_room(board, cur)  # workers use the same resources in every variant
-        key = (cur.arch, cur.mode, base.arch_open, base.mode_open, room,
-               *(feas.ps_room(board, cur) if feas.fill else ()))
+        menu = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        if feas.fill and self._slots_with_ps(menu):
+            key = (*menu, room, *feas.ps_room(board, cur))
+        else:
+            key = (*menu, room)
         v = self._slot_rules.get(key)
         if v is None:
             slots = self._slots(cur, base)
-            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if feas.fill else (0.0, 0.0)))
-            v = self._slot_rules[key] = (slots[ok], slots[ask].tolist())
-        valid[v[0]] = True
-        for c in v[1]:
+            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if len(key) > 5 else (0.0, 0.0)))
+            sure = np.zeros(t.size, dtype=bool)  # wait, and the slots the rules allow (keep apart)
+            sure[WAIT] = True
+            sure[slots[ok]] = True
+            kept = sure.copy()
+            kept[KEEP] = True
+            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist())
+        valid = (v[1] if keep else v[0]).copy()
+        for c in v[2]:
             job = self._slot_job(k, c)
             valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
         if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
             valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
         self._valid = valid
-        m = np.zeros(self.n_actions, dtype=np.int8)
-        m[: t.size] = valid
-        self._mask = m
+        vk = valid.tobytes()
+        vs = self._valid_sets.get(vk)
+        if vs is None:  # the valid slots (list, index array) and their static rows
+            ix = np.flatnonzero(valid)
+            st = self._cand_static[ix]
+            st[:, 0] = 1.0
+            m = np.zeros(self.n_actions, dtype=np.int8)
+            m[: t.size] = valid
+            vs = self._valid_sets[vk] = (ix.tolist(), ix, st, m)
+        self._valid_set = vs
+        self._mask = vs[3].copy()
 
     def _choose_candidate(self, c: int) -> None:
         view, k, t = self.view, self.k, self.table
@@ -763,16 +797,18 @@ class DecisionPoint:
         return sp
 
     def _candidate_matrix(self) -> np.ndarray:
+        """The candidate rows of the current job; only the valid slots are
+        computed (a handful), the others stay zero."""
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
+        idx, ix, static, _ = self._valid_set
         cur = view.jobs[k]
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
-        out = self._cand_static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
-        out[:, 0] = valid
-        sp = self._slot_speeds(k, valid)
+        sub = static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
+        sv = self._valid_slot_speeds(k, idx, ix)
         free = max(self.board.free_slots(), 1)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
@@ -784,52 +820,78 @@ class DecisionPoint:
                 self._servers[skey] = servers
         if servers is None:
             servers = np.zeros(t.size)
-            for c in np.flatnonzero(valid[2:]).tolist():
-                pl = self.feas.place(view, self.board, self._slot_job(k, c + 2), int(t.workers[c + 2]),
-                                     int(t.ps[c + 2]))
+            for c in idx[1:]:
+                if c == KEEP:
+                    continue
+                pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
                 assert pl is not None
-                servers[c + 2] = np.count_nonzero(self._index.get(pl)[4])
-        out[:, 10] = servers
-        out[WAIT, 10] = 0.0
+                servers[c] = np.count_nonzero(self._index.get(pl)[4])
+        sub[:, 10] = servers[ix]
+        sub[0, 10] = 0.0  # wait (always valid: the first row)
         share = self._share.get(free)
         if share is None:
             share = self._share[free] = self._tw / free
-        out[:, 11] = share
-        if valid[KEEP]:
+        sub[:, 11] = share[ix]
+        if valid[KEEP]:  # the second row
             assert cur_pl is not None
             cw, cp = cur_pl.n_workers, cur_pl.n_ps
-            out[KEEP, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
+            sub[1, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
             if view.speed[k] > 0:
-                sp[KEEP] = float(view.speed[k])
+                x = float(view.speed[k])
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
-                    sp[KEEP] *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                    x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                sv[1] = x
             else:
-                sp[KEEP] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
-            out[KEEP, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
-            out[KEEP, 11] = cw / free
-        # speed over the request, hours to finish: on the valid slots only (a handful)
+                sv[1] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+            sub[1, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
+            sub[1, 11] = cw / free
+        # speed over the request, hours to finish
         req = max(req, 1e-12)
-        idx = np.flatnonzero(valid).tolist()
-        sv = sp[idx].tolist()
-        out[idx, 7] = [x / req for x in sv]
-        out[idx, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        out[:, 9] = self._restarts(cur, cur_pl)
-        out[:, 10] /= 4.0
-        out[:, 13] = out[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
+        sub[:, 7] = [x / req for x in sv]
+        sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
+        sub[:, 9] = self._restarts(cur, cur_pl)[ix]
+        sub[:, 10] /= 4.0
+        sub[:, 13] = sub[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
         al = self._hints.get(cur.job_id)
+        hint = -1
         if al is not None:
             arch = al.arch if al.arch is not None and self.base_jobs[cur.job_id].arch_open else cur.arch
             mode = al.mode if al.mode is not None and self.base_jobs[cur.job_id].mode_open else cur.mode
             ps = max(al.ps, 1) if arch == "ps" else 0
             keep = cur_pl is not None and (arch, mode) == (cur.arch, cur.mode) and cur_pl.n_workers == al.workers \
                 and cur_pl.n_ps == ps
-            out[nearest_slot(t, valid.astype(bool), al.workers, ps, ARCHS.index(arch), MODES.index(mode), keep),
-                12] = 1.0
+            nkey = (valid.tobytes(), al.workers, ps, arch, mode, keep)
+            hint = self._nearest.get(nkey, -1)
+            if hint < 0:
+                if len(self._nearest) > 4096:
+                    self._nearest.clear()
+                hint = self._nearest[nkey] = nearest_slot(t, valid, al.workers, ps, ARCHS.index(arch),
+                                                          MODES.index(mode), keep)
         elif self.hint_policy is not None:
-            out[WAIT, 12] = 1.0
-        out *= valid[:, None]  # invalid slots: all zero (every feature is >= 0)
-        np.minimum(out, F.BIG, out=out)
+            hint = WAIT
+        np.minimum(sub, F.BIG, out=sub)
+        out = np.zeros((t.size, sub.shape[1]), dtype=np.float32)
+        out[ix] = sub
+        if hint >= 0:  # a valid slot (wait, keep or a valid candidate)
+            out[hint, 12] = 1.0
         return out
+
+    def _valid_slot_speeds(self, k: int, idx: list[int], ix: np.ndarray) -> list[float]:
+        """``_slot_speeds`` on the valid slots ``idx`` (as a list; wait and keep 0)."""
+        view, t = self.view, self.table
+        assert view is not None
+        jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
+        vec = self._slot_speed.get((jid, bs))
+        if vec is None:
+            vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
+            vec[:2] = 0.0  # wait, keep: set apart
+        sv = vec[ix].tolist()
+        new = [c for c, x in zip(idx, sv) if x != x]  # NaN: slots valid for the first time
+        if new:
+            v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
+            vec[new] = v
+            sv = vec[ix].tolist()
+        return sv
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""

@@ -146,6 +146,24 @@ class Rows:
         self.gpus[:G, 0] = 1.0
         self.gpus[:G, 1] = topo.gpu_speed
         self.sockets[:S, 0] = 1.0
+        # ``rewrite`` in few array operations: the workers per switch, socket and
+        # server summed by one bincount (each bin's terms in the same order as
+        # its own bincount), the per-group figures in one vector, gathered.
+        W = topo.n_switches
+        self._grp = np.concatenate([topo.gpu_switch, W + topo.gpu_socket, W + S + topo.gpu_server])
+        self._grp_src = np.tile(np.arange(G), 3)
+        self._grp_n = W + S + V
+        self._grp_div = np.concatenate([self.per_sw, self.per_so_g, self.per_sv])
+        # vec = [sums / divisors (W + S + V), socket PSs / 4 (S), server PSs / 4 (V), cores (V), memory (V),
+        #        workers per socket / GPUs per socket at least 1 (S)]
+        o1 = W + S + V
+        o2, o3, o4, o5 = o1 + S, o1 + S + V, o1 + S + 2 * V, o1 + S + 3 * V
+        gs, gk, gv, ss = topo.gpu_switch, topo.gpu_socket, topo.gpu_server, topo.socket_server
+        self._g7 = np.stack([gs, W + gk, W + S + gv, o1 + gk, o2 + gv, o3 + gv, o4 + gv], axis=1)  # columns 4..10
+        s_ = np.arange(S)
+        self._s5 = np.stack([o1 + s_, o2 + ss, o5 + s_, o3 + ss, o4 + ss], axis=1)  # socket columns 1..5
+        self._ws = slice(W, W + S)
+        self._own_clear = True  # the own-task columns are zero
 
     def point(self, view: ClusterView) -> None:
         """What does not move during a point: the tasks on each GPU before it."""
@@ -154,34 +172,28 @@ class Rows:
     def rewrite(self, board: Board, part: PartialPlacement | None) -> None:
         topo = self.topo
         G, S, V = topo.n_gpus, topo.n_sockets, topo.n_servers
-        gs, gk, gv, ss = topo.gpu_switch, topo.gpu_socket, topo.gpu_server, topo.socket_server
+        gs, gv, ss = topo.gpu_switch, topo.gpu_server, topo.socket_server
         occ = board.occ
         cores = occ.cores_free if part is None else part.cores_left
         mem = occ.mem_free if part is None else part.mem_left
         w = board.gpu_workers.astype(float)  # the board holds only decided jobs; the job being placed is ``own``
-        ps_sv = np.bincount(ss, weights=board.socket_ps, minlength=V)
-        wk = np.bincount(gk, weights=w, minlength=S)
-        cr = cores / self.cores_cap
-        mr = mem / self.mem_cap
+        sums = np.bincount(self._grp, weights=w[self._grp_src], minlength=self._grp_n)
+        sp = board.socket_ps
+        ps_sv = np.bincount(ss, weights=sp, minlength=V)
+        vec = np.concatenate([sums / self._grp_div, sp / 4.0, ps_sv / 4.0, cores / self.cores_cap,
+                              mem / self.mem_cap, sums[self._ws] / self.per_so])
         o = self.gpus[:G]
         o[:, 2] = w / self.max_tasks
-        o[:, 4] = (np.bincount(gs, weights=w, minlength=topo.n_switches) / self.per_sw)[gs]
-        o[:, 5] = (wk / self.per_so_g)[gk]
-        o[:, 6] = (np.bincount(gv, weights=w, minlength=V) / self.per_sv)[gv]
-        o[:, 7] = board.socket_ps[gk] / 4.0
-        o[:, 8] = ps_sv[gv] / 4.0
-        o[:, 9] = cr[gv]
-        o[:, 10] = mr[gv]
+        o[:, 4:11] = vec[self._g7]
         so = self.sockets[:S]
-        so[:, 1] = board.socket_ps / 4.0
-        so[:, 2] = ps_sv[ss] / 4.0
-        so[:, 3] = wk / self.per_so
-        so[:, 4] = cr[ss]
-        so[:, 5] = mr[ss]
+        so[:, 1:6] = vec[self._s5]
         if part is None or not (part.gpus or part.sockets):
-            o[:, 11:] = 0.0
-            so[:, 6:] = 0.0
+            if not self._own_clear:
+                o[:, 11:] = 0.0
+                so[:, 6:] = 0.0
+                self._own_clear = True
             return
+        self._own_clear = False
         own = np.zeros(G)
         own[part.gpus] = 1.0
         own_w = part.workers_on_socket.astype(float)
@@ -205,6 +217,7 @@ class Rows:
 
     def worker(self, part: PartialPlacement, g: int) -> None:
         """``part`` has just put a worker on GPU ``g``."""
+        self._own_clear = False
         topo = self.topo
         v, w, k = int(topo.gpu_server[g]), int(topo.gpu_switch[g]), int(topo.gpu_socket[g])
         self.gpus[g, 11] = 1.0
@@ -215,5 +228,6 @@ class Rows:
 
     def ps(self, part: PartialPlacement, sock: int) -> None:
         """``part`` has just put a PS on socket ``sock``."""
+        self._own_clear = False
         self.sockets[sock, 8] = part.ps_on_socket[sock] / 4.0
         self._room(part, int(self.topo.socket_server[sock]))

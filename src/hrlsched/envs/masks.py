@@ -176,13 +176,16 @@ class HeuristicFeasibility:
         if v is None:
             p = board.profiles[job.model]
             occ = board.occ
-            k = np.full(occ.cores_free.shape, np.inf)
+            k: np.ndarray | None = None  # PSs per server (inf when it needs neither)
             per = 0.0
             for left, need, use in ((occ.cores_free, p.ps_cores, p.worker_cores),
                                     (occ.mem_free, p.ps_mem_gb, p.worker_mem_gb)):
                 if need > 0:
-                    k = np.minimum(k, np.floor((left - MARGIN) / need))
+                    x = np.floor((left - MARGIN) / need)
+                    k = x if k is None else np.minimum(k, x, out=x)
                     per = max(per, math.ceil(use / need) if use > 0 else 0)
+            if k is None:
+                k = np.full(occ.cores_free.shape, np.inf)
             total = float(np.maximum(k, 0).sum())
             v = self._cache[key] = (total, float(per))
         return v  # type: ignore[return-value]

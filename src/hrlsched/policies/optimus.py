@@ -25,6 +25,8 @@ Rules followed:
 
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 from hrlsched.cluster.topology import Topology
@@ -32,10 +34,16 @@ from hrlsched.contract import ClusterView
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, AllocationPolicy
-from hrlsched.policies.common import capacity, job_demand
+from hrlsched.policies.common import capacity
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.placement.occupancy import Occupancy
-from hrlsched.workload.convergence import fit_curve, observed_loss, steps_to_converge
+from hrlsched.workload.convergence import (
+    fit_curve,
+    fit_curves,
+    loss_on_curve,
+    steps_to_converge,
+    true_curve,
+)
 
 
 class Optimus(AllocationPolicy):
@@ -54,21 +62,49 @@ class Optimus(AllocationPolicy):
         self.last_time = -np.inf
         self.last_ids: frozenset[int] = frozenset()
         self.last: dict[int, Allocation] = {}
+        # Memos (pure functions of their keys, so the allocations are the same
+        # as without them): each job's true loss curve, its fitted curve per
+        # number of observations, and its predicted speed alone per (workers, PSs).
+        self._curves: dict[tuple[int, float, int], tuple[float, float, float]] = {}
+        self._fits: dict[int, tuple[int, tuple[float, float, float] | None]] = {}
+        self._speeds: dict[tuple, float] = {}
+        self._perf: object = None
 
     def observe(self, view: ClusterView) -> None:
-        for job, done, b in zip(view.jobs, view.progress, view.batch_sizes):
+        curves, rng = self._curves, self.rng
+        for job, done, b in zip(view.jobs, view.progress.tolist(), view.batch_sizes.tolist()):
             step = done / b
             ks, ls = self.obs.setdefault(job.job_id, ([], []))
             if step > 0 and (not ks or step > ks[-1]):
+                key = (job.job_id, job.total_samples, job.batch_size)
+                curve = curves.get(key)
+                if curve is None:
+                    curve = curves[key] = true_curve(job)
                 ks.append(step)
-                ls.append(observed_loss(job, step, self.rng))
+                ls.append(loss_on_curve(curve, step, rng))
 
     def remaining_steps(self, view: ClusterView) -> np.ndarray:
         out = np.empty(len(view.jobs))
-        for k, (job, done, b) in enumerate(zip(view.jobs, view.progress, view.batch_sizes)):
+        fits = self._fits
+        # Refit the jobs with new observations, those with as many points together.
+        todo: dict[int, list[int]] = {}
+        for job in view.jobs:
+            memo = fits.get(job.job_id)
+            m = len(self.obs[job.job_id][0])
+            if memo is None or memo[0] != m:  # else no new observation: the same fit
+                todo.setdefault(m, []).append(job.job_id)
+        for m, jids in todo.items():
+            if len(jids) == 1:
+                ks, ls = self.obs[jids[0]]
+                fits[jids[0]] = (m, fit_curve(np.asarray(ks), np.asarray(ls)))
+                continue
+            got = fit_curves(np.array([self.obs[j][0] for j in jids], dtype=float).reshape(len(jids), m),
+                             np.array([self.obs[j][1] for j in jids], dtype=float).reshape(len(jids), m))
+            for j, fit in zip(jids, got):
+                fits[j] = (m, fit)
+        for k, (job, done, b) in enumerate(zip(view.jobs, view.progress.tolist(), view.batch_sizes.tolist())):
             step = done / b
-            ks, ls = self.obs[job.job_id]
-            fit = fit_curve(np.asarray(ks), np.asarray(ls))
+            fit = fits[job.job_id][1]
             est = steps_to_converge(fit[0], fit[1]) - step if fit else step
             out[k] = max(est, self.min_steps)
         return out
@@ -79,63 +115,97 @@ class Optimus(AllocationPolicy):
         if ids == self.last_ids and view.time_s - self.last_time < self.interval_s:
             return {j: a for j, a in self.last.items() if j in ids}
         self.last_ids, self.last_time = ids, view.time_s
-        rem = self.remaining_steps(view)
-        cap = capacity(view)
-        free = cap.copy()
+        if view.perf is not self._perf:
+            self._perf, self._speeds = view.perf, {}
+        rem = self.remaining_steps(view).tolist()
+        cap = capacity(view).tolist()
+        # Python floats throughout: the same IEEE operations as the arrays of
+        # ``job_demand`` and ``capacity``, in the same order, so the same choices.
+        f0, f1, f2 = cap
+        c0, c1, c2 = cap
         n = len(view.jobs)
-        w = np.zeros(n, dtype=np.int64)
-        p = np.zeros(n, dtype=np.int64)
-        is_ps = np.array([j.arch == "ps" for j in view.jobs])
-
-        memo: dict[tuple[int, int, int], float] = {}
+        jobs = view.jobs
+        bsz = view.batch_sizes.tolist()
+        perf = view.perf
+        n_gpus = view.topology.n_gpus
+        w = [0] * n
+        p = [0] * n
+        is_ps = [j.arch == "ps" for j in jobs]
+        profs = [perf.profile(j) for j in jobs]
+        res = [(pr.worker_cores, pr.ps_cores, pr.worker_mem_gb, pr.ps_mem_gb) for pr in profs]
+        top = [min(self.max_scale * j.requested_gpus, n_gpus) for j in jobs]
+        speeds = self._speeds
 
         def T(k: int, wk: int, pk: int) -> float:
-            key = (k, wk, pk)
-            if key not in memo:
-                job = view.jobs[k]
-                b = int(view.batch_sizes[k])
-                memo[key] = rem[k] * b / view.perf.isolated_speed(job, wk, pk, b)
-            return memo[key]
+            job = jobs[k]
+            key = (job.job_id, job.arch, job.mode, bsz[k], wk, pk)
+            s = speeds.get(key)
+            if s is None:
+                s = speeds[key] = perf.isolated_speed(job, wk, pk, bsz[k])
+            return rem[k] * bsz[k] / s
 
-        def best_option(k: int) -> tuple[float, tuple[int, int, np.ndarray] | None]:
-            job = view.jobs[k]
-            now = T(k, w[k], p[k])
-            best: tuple[float, tuple[int, int, np.ndarray] | None] = (0.0, None)
-            options = []
-            if w[k] < min(self.max_scale * job.requested_gpus, view.topology.n_gpus):
-                options.append((w[k] + 1, p[k]))
-            if is_ps[k] and p[k] < w[k]:
-                options.append((w[k], p[k] + 1))
-            for nw, np_ in options:
-                need = job_demand(view, k, nw, np_) - job_demand(view, k, w[k], p[k])
-                if np.any(need > free + 1e-9):
+        def best_option(k: int) -> tuple[float, tuple[int, int, float, float, float] | None]:
+            wk, pk = w[k], p[k]
+            now = T(k, wk, pk)
+            best: tuple[float, tuple[int, int, float, float, float] | None] = (0.0, None)
+            wc, pc, wm, pm = res[k]
+            for nw, np_ in ((wk + 1, pk), (wk, pk + 1)):
+                if nw > wk:
+                    if not wk < top[k]:
+                        continue
+                elif not (is_ps[k] and pk < wk):
                     continue
-                gain = (now - T(k, nw, np_)) / max(float(np.max(need / cap)), 1e-12)
+                n0 = float(nw) - float(wk)
+                n1 = float(nw * wc + np_ * pc) - float(wk * wc + pk * pc)
+                n2 = float(nw * wm + np_ * pm) - float(wk * wm + pk * pm)
+                if n0 > f0 + 1e-9 or n1 > f1 + 1e-9 or n2 > f2 + 1e-9:
+                    continue
+                gain = (now - T(k, nw, np_)) / max(_max_ratio(n0, n1, n2, c0, c1, c2), 1e-12)
                 if gain > best[0]:
-                    best = (gain, (nw, np_, need))
+                    best = (gain, (nw, np_, n0, n1, n2))
             return best
 
-        for k in np.argsort([j.arrival_s for j in view.jobs], kind="stable"):
-            need = job_demand(view, k, 1, int(is_ps[k]))
-            if np.all(need <= free + 1e-9):
-                free -= need
-                w[k], p[k] = 1, int(is_ps[k])
-        gains = np.zeros(n)
-        moves: list[tuple[int, int, np.ndarray] | None] = [None] * n
-        for k in np.flatnonzero(w > 0):
-            gains[k], moves[k] = best_option(k)
-        while gains.max(initial=0.0) > 0:
-            k = int(np.argmax(gains))
-            mv = moves[k]
-            if mv is None or np.any(mv[2] > free + 1e-9):
-                gains[k], moves[k] = best_option(k)  # free space shrank since: re-evaluate
+        for k in np.argsort([j.arrival_s for j in jobs], kind="stable").tolist():
+            ps1 = int(is_ps[k])
+            wc, pc, wm, pm = res[k]
+            n0, n1, n2 = 1.0, float(wc + ps1 * pc), float(wm + ps1 * pm)
+            if n0 <= f0 + 1e-9 and n1 <= f1 + 1e-9 and n2 <= f2 + 1e-9:
+                f0, f1, f2 = f0 - n0, f1 - n1, f2 - n2
+                w[k], p[k] = 1, ps1
+        # The task with the largest gain next (the lowest index among equal
+        # gains, as an argmax would take); stale heap entries are skipped.
+        moves: list[tuple[int, int, float, float, float] | None] = [None] * n
+        stamp = [0] * n
+        heap: list[tuple[float, int, int]] = []
+        for k in range(n):
+            if w[k] > 0:
+                g, moves[k] = best_option(k)
+                if g > 0:
+                    heap.append((-g, k, 0))
+        heapq.heapify(heap)
+        while heap:
+            _, k, st = heapq.heappop(heap)
+            if st != stamp[k]:
                 continue
-            nw, np_, need = mv
-            free -= need
-            w[k], p[k] = nw, np_
-            gains[k], moves[k] = best_option(k)
-        self.last = {view.jobs[k].job_id: Allocation(int(w[k]), int(p[k])) for k in range(n) if w[k] > 0}
+            mv = moves[k]
+            if mv is not None and not (mv[2] > f0 + 1e-9 or mv[3] > f1 + 1e-9 or mv[4] > f2 + 1e-9):
+                nw, np_, n0, n1, n2 = mv
+                f0, f1, f2 = f0 - n0, f1 - n1, f2 - n2
+                w[k], p[k] = nw, np_
+            # else: free space shrank since: re-evaluate
+            g, moves[k] = best_option(k)
+            stamp[k] += 1
+            if g > 0:
+                heapq.heappush(heap, (-g, k, stamp[k]))
+        self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
         return dict(self.last)
+
+
+def _max_ratio(n0: float, n1: float, n2: float, c0: float, c1: float, c2: float) -> float:
+    """``float(np.max(need / cap))`` for three resources, NaN and infinities alike."""
+    if c0 and c1 and c2:
+        return max(n0 / c0, n1 / c1, n2 / c2)
+    return float(np.max(np.array([n0, n1, n2]) / np.array([c0, c1, c2])))
 
 
 class OptimusPlacement(IncrementalPlacement):
