@@ -357,3 +357,5 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
     with pytest.raises(ckpt.CheckpointError, match="level-1"):
         tune.with_weight({**ckpt.load(src), "part": "place"}, 1.0)
+    with pytest.raises(ckpt.CheckpointError, match="without a hint"):
+        tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs()}, 1.0)

@@ -65,6 +65,9 @@ def with_weight(payload: dict[str, Any], weight: float) -> dict[str, Any]:
     weight ``weight`` (in units of ``GAP_SCALE``)."""
     if payload.get("part") != "allocate":
         raise ckpt.CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
+    if not payload.get("env_kwargs", {}).get("hint"):
+        raise ckpt.CheckpointError("tune: the checkpoint decides without a hint (env_kwargs 'hint'); the hint-gap "
+                                   "weight would have nothing to compare with (train with --option hint=optimus)")
     net = dict(payload["net"])
     net["net"] = {**net["net"], "hint_gap": True}
     state = dict(payload["state_dict"])
