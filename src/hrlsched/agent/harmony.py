@@ -922,47 +922,13 @@ class Trainer:
                 self.supervised()
             self.sl_done = True
             self.save()
-        if self.best_jct_s == math.inf:
-            self.best_jct_s = evaluate(self.pool, self.net, cfg, cfg.valid_seeds)
-            self.log(f"validation avg JCT before RL: {lit.fmt_h(self.best_jct_s)}")
-            self.save("best.pt")
-        last_eval = last_ckpt = time.time()
-        while True:
-            self.elapsed_s = base + time.time() - start
-            frac = lit.budget_fraction(self.elapsed_s, self.steps, cfg.minutes, cfg.steps)
-            if frac >= 1.0:
-                break
-            row = self.episode(frac)
-            row["wall_s"] = round(base + time.time() - start, 1)
-            if time.time() - last_eval >= cfg.eval_every_min * 60:
-                jct = evaluate(self.pool, self.net, cfg, cfg.valid_seeds)
-                row["valid_avg_jct_h"] = jct / HOUR
-                if jct < self.best_jct_s:
-                    self.best_jct_s = jct
-                    self.save("best.pt")
-                last_eval = time.time()
-            row["best_valid_avg_jct_h"] = self.best_jct_s / HOUR
-            lit.append_csv(self.out / "metrics.csv", row, METRICS)
-            if progress is not None:
-                progress(row)
-            if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
-                self.save()
-                last_ckpt = time.time()
-        jct = evaluate(self.pool, self.net, cfg, cfg.valid_seeds)
-        if jct < self.best_jct_s:
-            self.best_jct_s = jct
-            self.save("best.pt")
-        self.elapsed_s = base + time.time() - start
-        self.save()
-        return {"episodes": self.episodes, "steps": self.steps, "final_jct_s": jct, "best_jct_s": self.best_jct_s,
-                "elapsed_s": self.elapsed_s}
+        return lit.actor_critic_loop(self, lambda: evaluate(self.pool, self.net, cfg, cfg.valid_seeds), METRICS,
+                                     progress, start, base)
 
 
 def export(src: str | Path, dst: str | Path) -> None:
     """A checkpoint's weights alone, in float16 (what is shipped)."""
-    ck = load_checkpoint(src)
-    keep = {k: ck[k] for k in ("config", "features", "episodes", "steps", "elapsed_s", "best_jct_s")}
-    lit.save(dst, KIND, {**keep, "state_dict": lit.half_state(ck["state_dict"])})
+    lit.export(dst, KIND, load_checkpoint(src))
 
 
 def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,

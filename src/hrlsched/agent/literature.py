@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -237,6 +238,61 @@ def append_csv(path: Path, row: dict[str, Any], fields: Sequence[str]) -> None:
         if new:
             w.writeheader()
         w.writerow({k: row.get(k, "") for k in fields})
+
+
+def actor_critic_loop(trainer: Any, evaluate: Callable[[], float], fields: Sequence[str],
+                      progress: Callable[[dict[str, Any]], None] | None, start: float, base: float) -> dict[str, Any]:
+    """DL2's and Harmony's training after their warm-ups: episodes
+    (``trainer.episode(frac)``, frac the share of the budget spent) until the
+    budget is spent, a greedy evaluation on the held-back seeds every
+    ``eval_every_min`` (keeping ``best.pt``) and at the end, a row of
+    ``metrics.csv`` per episode, ``last.pt`` every ``checkpoint_every_min``.
+    ``start``/``base``: the wall clock at the start of this call and the
+    training time of earlier (resumed) calls."""
+    cfg = trainer.cfg
+
+    def keep_if_best(jct: float) -> None:
+        if jct < trainer.best_jct_s:
+            trainer.best_jct_s = jct
+            trainer.save("best.pt")
+
+    if trainer.best_jct_s == math.inf:
+        trainer.best_jct_s = evaluate()
+        trainer.log(f"validation avg JCT before RL: {fmt_h(trainer.best_jct_s)}")
+        trainer.save("best.pt")
+    last_eval = last_ckpt = time.time()
+    while True:
+        trainer.elapsed_s = base + time.time() - start
+        frac = budget_fraction(trainer.elapsed_s, trainer.steps, cfg.minutes, cfg.steps)
+        if frac >= 1.0:
+            break
+        row = trainer.episode(frac)
+        row["wall_s"] = round(base + time.time() - start, 1)
+        if time.time() - last_eval >= cfg.eval_every_min * 60:
+            jct = evaluate()
+            row["valid_avg_jct_h"] = jct / 3600.0
+            keep_if_best(jct)
+            last_eval = time.time()
+        row["best_valid_avg_jct_h"] = trainer.best_jct_s / 3600.0
+        append_csv(trainer.out / "metrics.csv", row, fields)
+        if progress is not None:
+            progress(row)
+        if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
+            trainer.save()
+            last_ckpt = time.time()
+    jct = evaluate()
+    keep_if_best(jct)
+    trainer.elapsed_s = base + time.time() - start
+    trainer.save()
+    return {"episodes": trainer.episodes, "steps": trainer.steps, "final_jct_s": jct,
+            "best_jct_s": trainer.best_jct_s, "elapsed_s": trainer.elapsed_s}
+
+
+def export(dst: str | Path, kind: str, checkpoint: dict[str, Any], keys: Sequence[str] = ()) -> None:
+    """A training checkpoint's weights alone, in float16, with its config,
+    progress and the entries ``keys``: what is shipped, written to ``dst``."""
+    keep = {k: checkpoint[k] for k in ("config", "features", "episodes", "steps", "elapsed_s", "best_jct_s", *keys)}
+    save(dst, kind, {**keep, "state_dict": half_state(checkpoint["state_dict"])})
 
 
 def train_command(name: str, config_cls: type, trainer_cls: type, progress_field: tuple[str, str], *,

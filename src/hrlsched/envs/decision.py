@@ -779,9 +779,10 @@ class DecisionPoint:
         self._req_speed = req
         return np.clip(out, -F.BIG, F.BIG)
 
-    def _slot_speeds(self, k: int, valid: np.ndarray) -> np.ndarray:
-        """Predicted speed alone of job ``k`` at each valid slot but wait and keep
-        (one vector per job and batch size, filled as slots become valid)."""
+    def _slot_speed_vector(self, k: int, slots: np.ndarray) -> np.ndarray:
+        """Predicted speed alone of job ``k`` at every menu slot (wait and keep:
+        0), one vector per job and batch size kept for the episode; the
+        ``slots`` not priced yet are priced now, in one call."""
         view, t = self.view, self.table
         assert view is not None
         jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
@@ -789,12 +790,15 @@ class DecisionPoint:
         if vec is None:
             vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
             vec[:2] = 0.0  # wait, keep: set apart
-        sp = np.where(valid, vec, 0.0)
-        if np.count_nonzero(sp != sp):  # NaN: slots valid for the first time
-            new = np.flatnonzero(sp != sp).tolist()
-            v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
-            sp[new] = vec[new] = v
-        return sp
+        sub = vec[slots]
+        new = slots[sub != sub].tolist()  # NaN: slots asked for the first time
+        if new:
+            vec[new] = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
+        return vec
+
+    def _slot_speeds(self, k: int, valid: np.ndarray) -> np.ndarray:
+        """``_slot_speed_vector`` on the ``valid`` slots (bool), 0 elsewhere."""
+        return np.where(valid, self._slot_speed_vector(k, np.flatnonzero(valid)), 0.0)
 
     def _candidate_matrix(self) -> np.ndarray:
         """The candidate rows of the current job; only the valid slots are
@@ -808,7 +812,7 @@ class DecisionPoint:
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
         sub = static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
-        sv = self._valid_slot_speeds(k, idx, ix)
+        sv = self._valid_slot_speeds(k, ix)
         free = max(self.board.free_slots(), 1)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
@@ -876,22 +880,9 @@ class DecisionPoint:
             out[hint, 12] = 1.0
         return out
 
-    def _valid_slot_speeds(self, k: int, idx: list[int], ix: np.ndarray) -> list[float]:
-        """``_slot_speeds`` on the valid slots ``idx`` (as a list; wait and keep 0)."""
-        view, t = self.view, self.table
-        assert view is not None
-        jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
-        vec = self._slot_speed.get((jid, bs))
-        if vec is None:
-            vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
-            vec[:2] = 0.0  # wait, keep: set apart
-        sv = vec[ix].tolist()
-        new = [c for c, x in zip(idx, sv) if x != x]  # NaN: slots valid for the first time
-        if new:
-            v = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
-            vec[new] = v
-            sv = vec[ix].tolist()
-        return sv
+    def _valid_slot_speeds(self, k: int, ix: np.ndarray) -> list[float]:
+        """``_slot_speed_vector`` on the valid slots ``ix`` (as a list; wait and keep 0)."""
+        return self._slot_speed_vector(k, ix)[ix].tolist()
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""
