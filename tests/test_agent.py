@@ -342,20 +342,46 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     ckpt.save(src, ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus")))
     with pytest.raises(ValueError, match="evaluation"):
         tune.TuneConfig(checkpoint=str(src), train_seeds=[5]).validate()
-    cfg = tune.TuneConfig(checkpoint=str(src), overrides=TINY, grid=[0.0, 2.0], train_seeds=[1000], valid_seeds=[1001],
-                          workers=1)
+    with pytest.raises(ValueError, match="keep_s"):
+        tune.TuneConfig(checkpoint=str(src), keep_s=[-1.0]).validate()
+    cfg = tune.TuneConfig(checkpoint=str(src), overrides=TINY, grid=[0.0, 2.0], remaining_weights=[0.0, 1.0],
+                          train_seeds=[1000], valid_seeds=[1001], workers=1)
     res = tune.run(cfg, tmp_path / "out", log=lambda s: None)
-    assert res["weight"] in (0.0, 2.0) and res["train"][res["weight"]] == min(res["train"].values())
+    best = res["point"]
+    assert set(res["train"]) == {(0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (2.0, 0.0, 0.0), (2.0, 1.0, 0.0)}
+    assert res["train"][best] == min(res["train"].values())
     rows = (tmp_path / "out" / "search.csv").read_text().splitlines()
-    assert rows[0] == ",".join(tune.FIELDS) and len(rows) == 1 + 2 + len({0.0, res["weight"]})
-    best = ckpt.load(tmp_path / "out" / "best-policy.pt")
-    assert float(best["state_dict"]["gap"]) == res["weight"] and best["net"]["net"]["hint_gap"]
-    assert ckpt.build_net(best).gap.item() == res["weight"]
+    assert rows[0] == ",".join(tune.FIELDS) and len(rows) == 1 + 4 + len({tune.ORIGIN, best})
+    pol = ckpt.load(tmp_path / "out" / "best-policy.pt")
+    assert float(pol["state_dict"]["gap"]) == best[0] and pol["net"]["net"]["hint_gap"]
+    assert ckpt.build_net(pol).gap.item() == best[0]
+    # the hint's options travel in the checkpoint, to the DecisionPoint that runs the hint
+    assert pol["env_kwargs"].get("hint_options", {}).get("remaining_weight", 0.0) == best[1]
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.cluster import Topology, uniform_cluster
+
+    ckpt.save(tmp_path / "opts.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.5, keep_s=60.0))
+    sched = HRLScheduler(tmp_path / "opts.pt")
+    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
+    assert (sched.dp.hint_policy.remaining_weight, sched.dp.hint_policy.keep_s) == (1.5, 60.0)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["weight"] == res["weight"] and summary["elapsed_s"] > 0
+    assert summary["weight"] == best[0] and summary["remaining_weight"] == best[1] and summary["elapsed_s"] > 0
+    assert summary["chosen"] in summary["valid_avg_jct_s"] and "0" in summary["valid_avg_jct_s"]
     logs: list[str] = []
     assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
     with pytest.raises(ckpt.CheckpointError, match="level-1"):
         tune.with_weight({**ckpt.load(src), "part": "place"}, 1.0)
     with pytest.raises(ckpt.CheckpointError, match="without a hint"):
         tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs()}, 1.0)
+    with pytest.raises(ckpt.CheckpointError, match="takes no options"):
+        tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs(hint="drf")}, 1.0, remaining_weight=1.0)
+
+
+def test_tune_reads_a_search_table_of_gap_weights_alone(tmp_path: Path) -> None:
+    from hrlsched.agent import tune
+
+    table = tmp_path / "search.csv"
+    table.write_text("phase,weight,seed,avg_jct_s,restarts\ntrain,3.0,1000,4000.500,7\n")
+    assert tune._done(table) == {("train", (3.0, 0.0, 0.0), 1000): (4000.5, 7)}
+    assert table.read_text() == ",".join(tune.FIELDS) + "\ntrain,3.0,0.0,0.0,1000,4000.500,7\n"
+    assert tune.label((3.0, 0.0, 0.0)) == "3" and tune.label((3.0, 1.0, 0.0)) == "3/a1/h0"

@@ -142,6 +142,17 @@ def test_unmasked_action_raises_clear_error(env_id: str) -> None:
         env.step(env.action_space.n)
 
 
+def test_hint_options_reach_the_hint_and_bad_ones_are_named() -> None:
+    env = gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="optimus",
+                   hint_options={"remaining_weight": 1.0}).unwrapped
+    env.reset(seed=0)
+    assert env.dp.hint_policy.remaining_weight == 1.0
+    with pytest.raises(ValueError, match="hint_options.*'optimus'"):
+        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="optimus", hint_options={"speed": 2.0})
+    with pytest.raises(ValueError, match="without a hint"):
+        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint_options={"remaining_weight": 1.0})
+
+
 @pytest.mark.parametrize("env_id", IDS)
 def test_episode_reproducible(env_id: str) -> None:
     a = run_random(gym.make(env_id, overrides=SMALL, seeds=[0, 1, 2]).unwrapped, 7)

@@ -85,6 +85,55 @@ def test_optimus_gives_next_task_to_largest_gain(perf: OptimusModel) -> None:
     assert alloc[0].workers + alloc[1].workers == 4
 
 
+def test_optimus_remaining_weight_stops_favouring_the_longest_job() -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 8, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    jobs = [job(0, model="dssm", gpus=8, samples=1e9, batch=1024), job(1, model="dssm", gpus=8, samples=1e9, batch=1024)]
+    view = make_view(topo, model, jobs)
+    got = {}
+    for a in (0.0, 1.0):
+        pol = Optimus(remaining_weight=a)
+        pol.reset(topo, np.random.default_rng(0))
+        pol.remaining_steps = lambda v: np.array([1e3, 1e5])  # type: ignore[method-assign]  # job 1 has 100x the work left
+        got[a] = pol.allocate(view)
+    # The paper's absolute drop of remaining time: the long job takes the GPUs.
+    assert got[0.0][1].workers > got[0.0][0].workers
+    # The drop relative to each job's remaining time: the same for two jobs of one model, whatever is left.
+    assert abs(got[1.0][1].workers - got[1.0][0].workers) <= 1
+    assert sum(a.workers for a in got[1.0].values()) == 8
+
+
+def test_optimus_keep_s_keeps_a_running_job_unless_growing_gains_enough() -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 4, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    j = job(0, model="dssm", gpus=4, samples=1e7, batch=1024)
+    view = make_view(topo, model, [j], placements=[Placement((0,), (0,))])
+    for keep_s, want in ((0.0, 4), (1.0, 4), (1e12, 1)):
+        pol = Optimus(keep_s=keep_s)
+        pol.reset(topo, np.random.default_rng(0))
+        assert pol.allocate(view)[0].workers == want, keep_s
+    with pytest.raises(ValueError, match="keep_s"):
+        Optimus(keep_s=-1.0)
+    with pytest.raises(ValueError, match="worker_counts"):
+        Optimus(worker_counts=[0, 2])
+
+
+def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
+    topo = Topology.from_spec(uniform_cluster(2, 8, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    jobs = [job(k, model="dssm", gpus=4, samples=1e7, batch=1024) for k in range(3)]
+    view = make_view(topo, model, jobs)
+    free = Optimus()
+    free.reset(topo, np.random.default_rng(0))
+    assert {a.workers for a in free.allocate(view).values()} - {1, 2, 4, 8}  # off the menu without it
+    pol = Optimus(worker_counts=[2, 4, 8])
+    pol.reset(topo, np.random.default_rng(0))
+    got = pol.allocate(view)
+    assert {a.workers for a in got.values()} <= {1, 2, 4, 8} and len(got) == 3
+    with pytest.raises(ValueError, match="remaining_weight"):
+        Optimus(remaining_weight=float("nan"))
+
+
 def test_tetris_prefers_the_better_aligned_job(topo: Topology, perf: OptimusModel) -> None:
     jobs = [job(0, gpus=4), job(1, gpus=4)]
     view = make_view(topo, perf, jobs)

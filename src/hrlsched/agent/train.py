@@ -63,6 +63,7 @@ class TrainConfig:
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
     hint: str | None = "optimus"  # the heuristic whose choice level 1 sees as a feature (None: none)
+    hint_options: dict[str, float] = field(default_factory=dict)  # its constructor's arguments
     # the level-1 menu's worker counts (a finer menu, 1-8, 12, 16, 24, 32, did not help the cloned policy)
     worker_options: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
     max_jobs: int = 64
@@ -133,6 +134,8 @@ class TrainConfig:
             kw["allocation"] = self.allocation
         elif self.hint is not None:
             kw["hint"] = self.hint
+            if self.hint_options:
+                kw["hint_options"] = dict(self.hint_options)
         return kw
 
 

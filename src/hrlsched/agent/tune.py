@@ -1,32 +1,42 @@
-"""``hrlsched tune``: policy search over the agent's hint-gap weight.
+"""``hrlsched tune``: policy search over the agent's hint-gap weight and its
+hint's two parameters.
 
 A cloned level-1 agent takes its hint's slot; the shared scorer reads the
 candidate rows one by one, so it cannot see that another architecture or
 mode at the hint's worker count would progress faster (the heuristics keep
 the workload's default for jobs that leave them open). ``NetConfig.hint_gap``
-adds one weight on that gap (``nets.hint_speed_gap``). PPO moves a single
-weight by about its learning rate per update, far too slowly for a weight
-whose useful values are of order one or more, and its per-choice credit is
-drowned in the thousands of choices of an episode; a whole-episode search
-on one parameter is cheap and exact instead: the simulation is
-deterministic, so the grid's values are compared on the same training
-workloads (common random numbers), every episode as ``hrl`` would run it.
+adds one weight on that gap (``nets.hint_speed_gap``). The hint itself
+(``optimus``) has two parameters that the paper fixes at 0
+(``Optimus.remaining_weight``: gains relative to the job's remaining time;
+``Optimus.keep_s``: the least drop of its remaining time for which a running
+job grows). PPO moves a single weight by about its learning rate per update,
+far too slowly for a weight whose useful values are of order one or more;
+its per-choice credit is drowned in the thousands of choices of an episode;
+and the hint's parameters are not weights of the network at all. A
+whole-episode search over a few values is cheap and exact instead: the
+simulation is deterministic, so every point of the grid meets the same
+training workloads (common random numbers), every episode as ``hrl`` would
+run it.
 
-Procedure: the checkpoint ``--checkpoint`` (its other weights unchanged)
-with each weight of ``grid`` (in units of ``nets.GAP_SCALE``) on the
-training seeds (>= 1000); the weight of the lowest mean average JCT is then
-run on the held-back seeds (100-104) beside weight 0, and written as
-``OUT/best-policy.pt`` (what ``--policy hrl --checkpoint`` loads) with
-``OUT/summary.json`` (the figures, and the wall time spent). Every
-episode's result is appended to ``OUT/search.csv`` as it finishes, so
-``--resume`` (the same command again) runs only what is missing.
+Procedure: the checkpoint ``--checkpoint`` (its other weights unchanged) at
+each point of the grid (gap weights in units of ``nets.GAP_SCALE``, times
+remaining weights, times keep thresholds) on the training seeds (>= 1000);
+the point of the lowest mean average JCT is then run on the held-back seeds
+(100-104) beside ``ORIGIN`` (the checkpoint as cloned, its hint the paper's
+``optimus``), and written as ``OUT/best-policy.pt`` (what ``--policy hrl
+--checkpoint`` loads) with ``OUT/summary.json`` (the figures, and the wall
+time spent). Every episode's result is appended to ``OUT/search.csv`` as it
+finishes, so ``--resume`` (the same command again) runs only what is
+missing.
 """
 
 from __future__ import annotations
 
 import csv
 import dataclasses
+import inspect
 import json
+import math
 import time
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
@@ -39,7 +49,18 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.literature import DEFAULT_VALID_SEEDS, check_seeds, write_config
 
-FIELDS = ["phase", "weight", "seed", "avg_jct_s", "restarts"]
+FIELDS = ["phase", "weight", "remaining_weight", "keep_s", "seed", "avg_jct_s", "restarts"]
+
+#: a point of the search: (hint-gap weight, the hint's remaining_weight, its keep_s)
+Point = tuple[float, float, float]
+ORIGIN: Point = (0.0, 0.0, 0.0)
+
+
+def label(point: Point) -> str:
+    """``3`` for a gap weight alone (as the first searches wrote it), else
+    ``3/a1/h1000`` (gap weight, remaining weight, keep threshold)."""
+    g, a, h = point
+    return f"{g:g}" if not (a or h) else f"{g:g}/a{a:g}/h{h:g}"
 
 
 @dataclass
@@ -48,24 +69,40 @@ class TuneConfig:
     scenario: str = "default"
     overrides: list[str] = field(default_factory=list)
     grid: list[float] = field(default_factory=lambda: [0.0, 1.0, 2.0, 3.0, 5.0, 10.0])
+    remaining_weights: list[float] = field(default_factory=lambda: [0.0])
+    keep_s: list[float] = field(default_factory=lambda: [0.0])
+    # the hint's worker counts limited to the agent's menu (Optimus.worker_counts) at every point but ORIGIN
+    hint_on_menu: bool = False
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
     valid_seeds: list[int] = field(default_factory=lambda: list(DEFAULT_VALID_SEEDS))
     workers: int = 2
 
     def validate(self) -> None:
         check_seeds(self.train_seeds, self.valid_seeds)
-        if not self.grid:
-            raise ValueError("grid: expected at least one weight")
+        for name, values in (("grid", self.grid), ("remaining_weights", self.remaining_weights),
+                             ("keep_s", self.keep_s)):
+            if not values:
+                raise ValueError(f"{name}: expected at least one value")
+            if name != "grid" and any(not (v >= 0 and math.isfinite(v)) for v in values):
+                raise ValueError(f"{name}: expected finite numbers >= 0, got {values}")
         if self.workers < 1:
             raise ValueError(f"workers: expected a positive integer, got {self.workers}")
 
+    def points(self) -> list[Point]:
+        return [(float(g), float(a), float(h)) for g in self.grid for a in self.remaining_weights for h in self.keep_s]
 
-def with_weight(payload: dict[str, Any], weight: float) -> dict[str, Any]:
+
+def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
+                keep_s: float = 0.0, on_menu: bool = False) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
-    weight ``weight`` (in units of ``GAP_SCALE``)."""
+    weight ``weight`` (in units of ``GAP_SCALE``) and whose hint runs with
+    ``remaining_weight`` and ``keep_s``, and with ``on_menu`` the worker
+    counts of the agent's menu (no options when none is set: the hint as
+    its paper runs it)."""
     if payload.get("part") != "allocate":
         raise ckpt.CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
-    if not payload.get("env_kwargs", {}).get("hint"):
+    hint = payload.get("env_kwargs", {}).get("hint")
+    if not hint:
         raise ckpt.CheckpointError("tune: the checkpoint decides without a hint (env_kwargs 'hint'); the hint-gap "
                                    "weight would have nothing to compare with (train with --option hint=optimus)")
     net = dict(payload["net"])
@@ -73,7 +110,23 @@ def with_weight(payload: dict[str, Any], weight: float) -> dict[str, Any]:
     state = dict(payload["state_dict"])
     state["gap"] = torch.tensor(float(weight))
     keep = {k: v for k, v in payload.items() if k not in ("optimizer", "rng")}
-    return {**keep, "net": net, "state_dict": state, "hint_gap_weight": float(weight)}
+    kw = {k: v for k, v in payload["env_kwargs"].items() if k != "hint_options"}
+    if remaining_weight or keep_s or on_menu:
+        from hrlsched.policies.registry import ALLOCATIONS
+
+        opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
+        if on_menu:
+            from hrlsched.envs.decision import DecisionPoint
+
+            menu = kw.get("worker_options", inspect.signature(DecisionPoint).parameters["worker_options"].default)
+            opts["worker_counts"] = [int(x) for x in menu]
+        try:
+            ALLOCATIONS[hint].factory(**opts)
+        except (TypeError, KeyError) as e:
+            raise ckpt.CheckpointError(f"tune: the hint {hint!r} takes no options {sorted(opts)} ({e}); "
+                                       "search remaining_weights and keep_s with an optimus hint only") from None
+        kw["hint_options"] = opts
+    return {**keep, "net": net, "state_dict": state, "env_kwargs": kw, "hint_gap_weight": float(weight)}
 
 
 def _episode(path: str, scenario: str, overrides: list[str], seed: int) -> tuple[float, int]:
@@ -90,63 +143,89 @@ def _episode(path: str, scenario: str, overrides: list[str], seed: int) -> tuple
     return float(np.mean(res.finish_s - arrival)), int(res.restarts.sum())
 
 
-def _done(path: Path) -> dict[tuple[str, float, int], tuple[float, int]]:
+def _row(phase: str, point: Point, seed: int, jct: float, restarts: int) -> str:
+    g, a, h = point
+    return f"{phase},{g},{a},{h},{seed},{jct:.3f},{restarts}\n"
+
+
+def _done(path: Path) -> dict[tuple[str, Point, int], tuple[float, int]]:
+    """The finished episodes of ``search.csv``. A table of the first
+    searches (the gap weight alone) is rewritten with the two new columns
+    (0), so that a resumed search appends rows of one shape."""
     if not path.is_file():
         return {}
     with path.open() as f:
-        return {(r["phase"], float(r["weight"]), int(r["seed"])): (float(r["avg_jct_s"]), int(r["restarts"]))
-                for r in csv.DictReader(f)}
+        rows = list(csv.DictReader(f))
+    out: dict[tuple[str, Point, int], tuple[float, int]] = {}
+    for r in rows:
+        point = (float(r["weight"]), float(r.get("remaining_weight") or 0), float(r.get("keep_s") or 0))
+        out[(r["phase"], point, int(r["seed"]))] = (float(r["avg_jct_s"]), int(r["restarts"]))
+    if rows and "remaining_weight" not in rows[0]:
+        from hrlsched.io import write_text
+
+        write_text(path, ",".join(FIELDS) + "\n" + "".join(_row(ph, pt, s, *v) for (ph, pt, s), v in out.items()))
+    return out
 
 
 def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[str, Any]:
-    """The search; returns the chosen weight and the mean average JCTs (s)
-    per weight on the training seeds and for 0 and the chosen one on the
-    held-back seeds."""
+    """The search; returns the chosen point (gap weight, remaining weight,
+    keep threshold) and the mean average JCTs (s) per point on the training
+    seeds, and for ``ORIGIN`` and the chosen one on the held-back seeds."""
     cfg.validate()
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
+    if (out / "config.yaml").is_file():  # search.csv's rows do not say whether the hint was on the menu
+        import yaml
+
+        before = bool((yaml.safe_load((out / "config.yaml").read_text()) or {}).get("hint_on_menu", False))
+        if before != cfg.hint_on_menu:
+            raise ValueError(f"hint_on_menu: {out} holds a search with hint_on_menu={before}; use another --out")
     write_config(out, cfg)
     base = ckpt.load(cfg.checkpoint)
     table = out / "search.csv"
     done = _done(table)
     paths = {}
-    for w in {*cfg.grid, 0.0}:
-        p = out / "weights" / f"w{w:g}.pt"
+    for pt in {*cfg.points(), ORIGIN}:
+        g, a, h = pt
+        p = out / "weights" / (f"w{g:g}.pt" if not (a or h) else f"w{g:g}-a{a:g}-h{h:g}.pt")
+        if cfg.hint_on_menu and pt != ORIGIN:
+            p = p.with_name(p.stem + "-menu.pt")
         if not p.is_file():
-            ckpt.save(p, with_weight(base, w))
-        paths[w] = str(p)
+            ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN))
+        paths[pt] = str(p)
 
-    def measure(phase: str, weights: list[float], seeds: list[int]) -> dict[float, float]:
-        todo = [(w, s) for w in weights for s in seeds if (phase, w, s) not in done]
+    def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
+        todo = [(pt, s) for pt in points for s in seeds if (phase, pt, s) not in done]
         if todo:
             with ProcessPoolExecutor(min(cfg.workers, len(todo))) as ex:
-                futs = {ex.submit(_episode, paths[w], cfg.scenario, list(cfg.overrides), s): (w, s) for w, s in todo}
+                futs = {ex.submit(_episode, paths[pt], cfg.scenario, list(cfg.overrides), s): (pt, s)
+                        for pt, s in todo}
                 for fut in futs:
-                    w, s = futs[fut]
+                    pt, s = futs[fut]
                     jct, restarts = fut.result()
                     jct = round(jct, 3)  # as search.csv keeps it, so that a resumed search gives the same figures
-                    done[(phase, w, s)] = (jct, restarts)
+                    done[(phase, pt, s)] = (jct, restarts)
                     new = not table.is_file()
                     with table.open("a", newline="") as f:  # one whole row per finished episode
-                        wr = csv.writer(f)
                         if new:
-                            wr.writerow(FIELDS)
-                        wr.writerow([phase, w, s, f"{jct:.3f}", restarts])
-                    log(f"{phase} weight {w:g} seed {s}: avg JCT {jct / 3600:.3f} h, {restarts} restarts")
-        return {w: sum(done[(phase, w, s)][0] for s in seeds) / len(seeds) for w in weights}
+                            f.write(",".join(FIELDS) + "\n")
+                        f.write(_row(phase, pt, s, jct, restarts))
+                    log(f"{phase} {label(pt)} seed {s}: avg JCT {jct / 3600:.3f} h, {restarts} restarts")
+        return {pt: sum(done[(phase, pt, s)][0] for s in seeds) / len(seeds) for pt in points}
 
-    train = measure("train", list(cfg.grid), list(cfg.train_seeds))
-    best = min(train, key=lambda w: (train[w], abs(w)))
-    valid = measure("valid", sorted({0.0, best}), list(cfg.valid_seeds))
+    train = measure("train", cfg.points(), list(cfg.train_seeds))
+    best = min(train, key=lambda pt: (train[pt], sum(abs(x) for x in pt)))
+    valid = measure("valid", sorted({ORIGIN, best}), list(cfg.valid_seeds))
     summary_path = out / "summary.json"
     before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
-    summary = {"weight": best, "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
-               "train_avg_jct_s": {f"{k:g}": v for k, v in train.items()},
-               "valid_avg_jct_s": {f"{k:g}": v for k, v in valid.items()}}
+    summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
+               "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
+               "train_avg_jct_s": {label(k): v for k, v in train.items()},
+               "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}
     payload = ckpt.load(paths[best])
     payload["tune"] = {"config": dataclasses.asdict(cfg), **summary}
     ckpt.save(out / "best-policy.pt", payload)
     from hrlsched.io import write_text
 
     write_text(summary_path, json.dumps(summary, indent=2) + "\n")
-    return {"weight": best, "train": train, "valid": valid}
+    return {"point": best, "train": train, "valid": valid}

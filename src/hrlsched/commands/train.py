@@ -215,7 +215,7 @@ def register_curve(app: typer.Typer) -> None:
                 err.print(f"[red]error:[/red] --tune {tune}: held-back seeds {tseeds}, the run's are {seeds}")
                 raise typer.Exit(2)
             t0, v = pts[0][0], ts["valid_avg_jct_s"]
-            tuned = [(t0, v["0"] / 3600), (t0 + ts["elapsed_s"] / 60, v[f"{ts['weight']:g}"] / 3600)]
+            tuned = [(t0, v["0"] / 3600), (t0 + ts["elapsed_s"] / 60, v[ts.get("chosen", f"{ts['weight']:g}")] / 3600)]
         ref = float(np.mean([summary(simulate(resolve_run_config(cfg["scenario"], heuristic, s, cfg["overrides"])),
                                      heuristic, cfg["scenario"])["avg_jct_s"] for s in seeds])) / 3600
         lines = ["phase,wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
@@ -230,7 +230,7 @@ def register_curve(app: typer.Typer) -> None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label=f"hrl (greedy), {run.name}")
         if tuned:
-            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label=f"hint-gap search, {tune.name}")
+            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label=f"search (hint gap, hint), {tune.name}")
         ax.axhline(ref, color="k", ls="--", label=heuristic)
         ax.set_xlabel("training wall time (min)")
         ax.set_ylabel(f"avg JCT (h), seeds {seeds[0]}-{seeds[-1]}")

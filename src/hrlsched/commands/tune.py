@@ -1,5 +1,6 @@
-"""``hrlsched tune``: fit the hint-gap weight of a level-1 checkpoint by a
-search over whole episodes of training workloads (``hrlsched.agent.tune``)."""
+"""``hrlsched tune``: fit the hint-gap weight of a level-1 checkpoint, and
+its hint's remaining weight and keep threshold, by a search over whole
+episodes of training workloads (``hrlsched.agent.tune``)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ def register(app: typer.Typer) -> None:
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
         grid: Annotated[str, typer.Option(help="weights to try, comma-separated (units of nets.GAP_SCALE)")] =
             "0,1,2,3,5,10",
+        remaining_weights: Annotated[str, typer.Option(help="the hint's remaining_weight values to try, "
+                                                       "comma-separated (0: the paper's optimus)")] = "0",
+        keep: Annotated[str, typer.Option(help="the hint's keep_s values to try (seconds), comma-separated")] = "0",
+        hint_on_menu: Annotated[bool, typer.Option(help="the hint's worker counts limited to the agent's menu")] =
+            False,
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
         workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
@@ -25,25 +31,30 @@ def register(app: typer.Typer) -> None:
         """Fit the agent's hint-gap weight on training workloads; what is
         already in OUT/search.csv is not run again."""
         from hrlsched.agent.checkpoint import CheckpointError
-        from hrlsched.agent.tune import TuneConfig, run
+        from hrlsched.agent.tune import TuneConfig, label, run
         from hrlsched.commands.train import parse_seeds
 
         err = Console(stderr=True)
+        lists = {}
+        for opt, text in (("--grid", grid), ("--remaining-weights", remaining_weights), ("--keep", keep)):
+            try:
+                lists[opt] = [float(x) for x in text.split(",") if x.strip()]
+            except ValueError:
+                err.print(f"[red]error:[/red] {opt} {text!r}: expected comma-separated numbers")
+                raise typer.Exit(2) from None
         try:
-            weights = [float(x) for x in grid.split(",") if x.strip()]
-        except ValueError:
-            err.print(f"[red]error:[/red] --grid {grid!r}: expected comma-separated numbers")
-            raise typer.Exit(2) from None
-        try:
-            cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []), grid=weights,
-                             train_seeds=parse_seeds(seeds), workers=workers)
+            cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []),
+                             grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
+                             keep_s=lists["--keep"], hint_on_menu=hint_on_menu, train_seeds=parse_seeds(seeds), workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
         except (CheckpointError, ValueError, FileNotFoundError) as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
-        print(f"hint-gap weight, mean average JCT over {len(cfg.train_seeds)} training seeds:")
-        for w, v in res["train"].items():
-            print(f"  {w:>6g}  {v / 3600:.3f} h" + ("   <- chosen" if w == res["weight"] else ""))
+        print("hint-gap weight / remaining weight / keep_s, mean average JCT over "
+              f"{len(cfg.train_seeds)} training seeds:")
+        for pt, v in res["train"].items():
+            g, a, h = pt
+            print(f"  {g:>6g} {a:>6g} {h:>7g}  {v / 3600:.3f} h" + ("   <- chosen" if pt == res["point"] else ""))
         print(f"held-back seeds {cfg.valid_seeds}: " + ", ".join(
-            f"weight {w:g} {v / 3600:.3f} h" for w, v in res["valid"].items()))
+            f"{label(pt)} {v / 3600:.3f} h" for pt, v in res["valid"].items()))
         print(f"policy: {out / 'best-policy.pt'} (hrlsched simulate --policy hrl --checkpoint ...)")

@@ -25,7 +25,7 @@ points.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -90,7 +90,8 @@ class SchedulingEnv(gym.Env):
     - ``hint``: an allocation heuristic (by name, e.g. ``"optimus"``) run at
       every decision point whose choices the level-1 observation shows
       (``hint_workers`` per job, ``is_hint`` per candidate); None: those
-      features are zero.
+      features are zero. ``hint_options``: its constructor's arguments
+      (e.g. ``{"remaining_weight": 1.0}`` for ``optimus``).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -120,6 +121,7 @@ class SchedulingEnv(gym.Env):
         skip_forced: bool = True,
         invalid_action: str = "raise",
         hint: str | None = None,
+        hint_options: Mapping[str, float] | None = None,
     ) -> None:
         if invalid_action not in ("raise", "fallback"):
             raise ValueError(f"invalid_action: expected 'raise' or 'fallback', got {invalid_action!r}")
@@ -132,6 +134,7 @@ class SchedulingEnv(gym.Env):
             allocation=allocation, max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
             ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced, hint=hint,
+            hint_options=hint_options,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

@@ -27,7 +27,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 from gymnasium import spaces
@@ -69,7 +69,8 @@ class DecisionPoint:
     - ``hint``: an allocation heuristic (registry name) run at each point;
       the observation shows its choice (``hint_workers`` per job, the
       nearest menu slot as ``is_hint``), so that a network can learn where
-      to depart from it. None: those features are zero.
+      to depart from it. None: those features are zero. ``hint_options``:
+      the heuristic's constructor arguments.
     - ``reserve_running`` (level 1): the running jobs hold their room until
       they are decided, so a job decided before them cannot take their GPUs
       and force them to restart (the heuristic schedulers commit the jobs
@@ -105,6 +106,7 @@ class DecisionPoint:
         rescue_idle: bool = True,
         hint: str | None = None,
         reserve_running: bool = True,
+        hint_options: Mapping[str, float] | None = None,
     ) -> None:
         if not (agent_allocates or agent_places):
             raise ValueError("DecisionPoint: the agent must decide at least one level")
@@ -129,6 +131,14 @@ class DecisionPoint:
             raise ValueError(f"hint: unknown allocation policy {hint!r}; expected one of {sorted(ALLOCATIONS)} "
                              "or none")
         self.hint_name = hint if self.agent_allocates else None
+        self.hint_options = dict(hint_options or {})
+        if self.hint_options:
+            if hint is None:
+                raise ValueError(f"hint_options: {self.hint_options} given without a hint")
+            try:
+                ALLOCATIONS[hint].factory(**self.hint_options)
+            except TypeError as e:
+                raise ValueError(f"hint_options: {self.hint_options} do not fit the hint {hint!r}: {e}") from None
         self.link_off, self.link_kind, self.link_cap = link_layout(topo)
         n_links = int(self.link_off[-1])
         self.n_links = n_links
@@ -202,7 +212,7 @@ class DecisionPoint:
             self.alloc_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
         self.hint_policy: AllocationPolicy | None = None
         if self.hint_name is not None:
-            self.hint_policy = ALLOCATIONS[self.hint_name].factory()  # type: ignore[assignment]
+            self.hint_policy = ALLOCATIONS[self.hint_name].factory(**self.hint_options)  # type: ignore[assignment]
             self.hint_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
         self._hints: dict[int, Allocation] = {}
         self.profiles: dict[str, ModelProfile] = {}

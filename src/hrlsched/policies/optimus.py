@@ -21,11 +21,28 @@ Rules followed:
   jobs arrive or finish.
 - Placement (Sec. 4.2): its own ``optimus`` placement: the fewest servers
   that hold the job, workers and PSs spread evenly over them.
+
+Three extensions, off in the registered ``optimus`` (the paper's rules
+above); the ``hrl`` agent's hint uses them with values its ``tune`` search
+fits (docs/agent.md):
+- ``remaining_weight`` a: each gain is divided by T^a, T the job's remaining
+  time at its allocation so far, so a = 1 ranks tasks by the *relative* drop
+  of a job's remaining time. The paper's absolute drop (a = 0) favours the
+  longest jobs, which is the opposite of shortest-remaining-first, the rule
+  that minimises average completion time on one machine.
+- ``keep_s`` h: a running job that would grow keeps its current allocation
+  unless growing shortens its remaining time by at least h seconds (the
+  restart a change costs is not in the paper's gain).
+- ``worker_counts``: a job's workers step along these counts (the agent's
+  menu, e.g. 1, 2, 4, 8, 16, 32) instead of one at a time, so that the
+  menu slot of the hint is the hint itself.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -51,10 +68,26 @@ class Optimus(AllocationPolicy):
     event_driven = False
     default_placement = "optimus"
 
-    def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0) -> None:
+    def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
+                 remaining_weight: float = 0.0, keep_s: float = 0.0,
+                 worker_counts: Sequence[int] | None = None) -> None:
+        for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
+                        ("keep_s", keep_s)):
+            if not (v >= 0 and np.isfinite(v)):
+                raise ValueError(f"optimus: {name}: expected a finite number >= 0, got {v!r}")
+        if int(max_scale) != max_scale or max_scale < 1:
+            raise ValueError(f"optimus: max_scale: expected a positive integer, got {max_scale!r}")
         self.interval_s = interval_s
         self.max_scale = max_scale
         self.min_steps = min_steps
+        self.remaining_weight = float(remaining_weight)
+        self.keep_s = float(keep_s)
+        self.worker_counts: tuple[int, ...] | None = None
+        if worker_counts is not None:
+            counts = sorted({int(c) for c in worker_counts})
+            if not counts or counts[0] < 1 or any(int(c) != c for c in worker_counts):
+                raise ValueError(f"optimus: worker_counts: expected positive integers, got {worker_counts!r}")
+            self.worker_counts = tuple(counts if counts[0] == 1 else [1, *counts])
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.rng = rng
@@ -144,14 +177,23 @@ class Optimus(AllocationPolicy):
                 s = speeds[key] = perf.isolated_speed(job, wk, pk, bsz[k])
             return rem[k] * bsz[k] / s
 
+        alpha = self.remaining_weight
+
+        counts = self.worker_counts
+
         def best_option(k: int) -> tuple[float, tuple[int, int, float, float, float] | None]:
             wk, pk = w[k], p[k]
             now = T(k, wk, pk)
+            scale = max(now, 1.0) ** alpha if alpha else 1.0
             best: tuple[float, tuple[int, int, float, float, float] | None] = (0.0, None)
             wc, pc, wm, pm = res[k]
-            for nw, np_ in ((wk + 1, pk), (wk, pk + 1)):
+            up = wk + 1
+            if counts is not None:  # the next count of the menu
+                i = bisect.bisect_right(counts, wk)
+                up = counts[i] if i < len(counts) else top[k] + 1
+            for nw, np_ in ((up, pk), (wk, pk + 1)):
                 if nw > wk:
-                    if not wk < top[k]:
+                    if not nw <= top[k]:
                         continue
                 elif not (is_ps[k] and pk < wk):
                     continue
@@ -161,6 +203,8 @@ class Optimus(AllocationPolicy):
                 if n0 > f0 + 1e-9 or n1 > f1 + 1e-9 or n2 > f2 + 1e-9:
                     continue
                 gain = (now - T(k, nw, np_)) / max(_max_ratio(n0, n1, n2, c0, c1, c2), 1e-12)
+                if alpha:
+                    gain /= scale
                 if gain > best[0]:
                     best = (gain, (nw, np_, n0, n1, n2))
             return best
@@ -197,6 +241,13 @@ class Optimus(AllocationPolicy):
             stamp[k] += 1
             if g > 0:
                 heapq.heappush(heap, (-g, k, stamp[k]))
+        if self.keep_s > 0:
+            for k, pl in enumerate(view.placements):
+                if pl is None or w[k] == 0 or (w[k], p[k]) == (pl.n_workers, pl.n_ps):
+                    continue
+                wc, pc = pl.n_workers, pl.n_ps
+                if w[k] >= wc and T(k, wc, max(pc, int(is_ps[k]))) - T(k, w[k], p[k]) < self.keep_s:
+                    w[k], p[k] = wc, pc  # what it gives back stays free until the next allocation
         self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
         return dict(self.last)
 
