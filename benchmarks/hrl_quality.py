@@ -9,7 +9,10 @@ the best heuristic of the scenario (lowest mean over the seeds, chosen
 after the fact: the agent is not told which), their ratio, and the bound;
 beside them the RL schedulers of the literature rebuilt here (``dl2``,
 ``harmony``; shipped checkpoints), with the agent's paired difference to
-each (``--rivals ''`` leaves them out).
+each (``--rivals ''`` leaves them out). Then the agent's hint alone: the
+heuristic whose choice the agent sees (``optimus`` with the options the
+checkpoint's search chose, ``pack`` placing, no network), so that what the
+network adds to its own hint shows (``--no-hint-alone`` leaves it out).
 
     .venv/bin/python benchmarks/hrl_quality.py [--checkpoint PATH] [--seeds 5] [--scenario NAME ...]
 
@@ -53,6 +56,31 @@ def per_seed(out: Path, policy: str, seeds: int) -> np.ndarray:
     return np.array([json.loads((d / f"seed{s}" / "summary.json").read_text())["avg_jct_s"] for s in range(seeds)])
 
 
+def hint_alone(checkpoint: str | None, scen: str, overrides: list[str], seeds: int) -> tuple[str, np.ndarray] | None:
+    """The checkpoint's hint heuristic run alone with ``pack`` placing (None
+    when the checkpoint has no hint): its description and avg JCT per seed."""
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.config import resolve_run_config
+    from hrlsched.policies.base import ComposedScheduler
+    from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    kw = ckpt.load(checkpoint or shipped_checkpoint())["env_kwargs"]
+    if not kw.get("hint"):
+        return None
+    opts = kw.get("hint_options", {})
+    out = []
+    for s in range(seeds):
+        b = build_scenario(resolve_run_config(scen, None, None, overrides).scenario, s)
+        sched = ComposedScheduler(ALLOCATIONS[kw["hint"]].factory(**opts), PLACEMENTS[kw.get("placement", "pack")].factory())
+        res = Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=s, predictor=b.predictor).run()
+        out.append(float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs]))))
+    desc = kw["hint"] + "(" + ", ".join(f"{k}={v}" for k, v in opts.items()) + ")+" + kw.get("placement", "pack")
+    return desc, np.array(out)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", help="agent checkpoint (default: the shipped one)")
@@ -62,6 +90,7 @@ def main() -> int:
     ap.add_argument("--out", default="bench-out/hrl-quality")
     ap.add_argument("--policies", default=",".join(HEURISTICS), help="the heuristics to compare with")
     ap.add_argument("--rivals", default=",".join(RIVALS), help="the learned schedulers of the literature shown beside")
+    ap.add_argument("--no-hint-alone", action="store_true", help="do not run the agent's hint alone")
     args = ap.parse_args()
     from hrlsched.experiments.compare import compare
 
@@ -102,6 +131,12 @@ def main() -> int:
                   f"hrl better on {int((agent < means[r]).sum())}/{args.seeds} seeds")
         others = ", ".join(f"{p} {means[p].mean() / 3600:.3f}" for p in sorted(heur, key=lambda p: means[p].mean()))
         print(f"     heuristics: {others}")
+        alone = None if args.no_hint_alone else hint_alone(args.checkpoint, scen, overrides, args.seeds)
+        if alone is not None:
+            desc, h = alone
+            print(f"     the agent's hint alone, {desc}: {h.mean() / 3600:.3f} ("
+                  + " ".join(f"{x / 3600:.3f}" for x in h) + f"); hrl vs it: {(agent.mean() / h.mean() - 1) * 100:+.1f}%, "
+                  f"hrl better on {int((agent < h).sum())}/{args.seeds} seeds")
     return status
 
 

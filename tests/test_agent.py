@@ -385,3 +385,32 @@ def test_tune_reads_a_search_table_of_gap_weights_alone(tmp_path: Path) -> None:
     assert tune._done(table) == {("train", (3.0, 0.0, 0.0), 1000): (4000.5, 7)}
     assert table.read_text() == ",".join(tune.FIELDS) + "\ntrain,3.0,0.0,0.0,1000,4000.500,7\n"
     assert tune.label((3.0, 0.0, 0.0)) == "3" and tune.label((3.0, 1.0, 0.0)) == "3/a1/h0"
+
+
+def test_train_curve_draws_the_searches_one_after_another(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from hrlsched.cli import app
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.yaml").write_text(
+        f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1001]\nlevel: '1'\n")
+    (run_dir / "metrics.csv").write_text("wall_s,valid_avg_jct_h\n60,2.0\n120,1.9\n")
+    for name, elapsed, chosen, jct in (("a", 120.0, "3", 1.5), ("b", 300.0, "3/a1/h0", 1.2)):
+        d = tmp_path / name
+        d.mkdir()
+        (d / "config.yaml").write_text("valid_seeds: [1001]\n")
+        (d / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": chosen, "elapsed_s": elapsed,
+                                                    "valid_avg_jct_s": {"0": 7200.0, chosen: jct * 3600}}))
+    out = tmp_path / "curve.png"
+    r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--heuristic", "fifo",
+                                 "--tune", str(tmp_path / "a"), "--tune", str(tmp_path / "b")])
+    assert r.exit_code == 0, r.output
+    rows = [line.split(",") for line in out.with_suffix(".csv").read_text().splitlines()[1:]]
+    assert [(x[0], x[1], x[2]) for x in rows if x[0] == "tune"] == [
+        ("tune", "1.00", "2.0000"), ("tune", "3.00", "1.5000"), ("tune", "8.00", "1.2000")]
+    assert out.is_file()
+    (tmp_path / "b" / "config.yaml").write_text("valid_seeds: [1002]\n")
+    r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--tune", str(tmp_path / "b")])
+    assert r.exit_code == 2 and "held-back seeds" in r.output

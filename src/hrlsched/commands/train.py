@@ -176,8 +176,9 @@ def register_curve(app: typer.Typer) -> None:
         run: Annotated[Path, typer.Option(help="a training run directory (metrics.csv, config.yaml)")],
         out: Annotated[Path, typer.Option(help="the plot (PNG); a CSV of the curve is written beside it")],
         heuristic: Annotated[str, typer.Option(help="the heuristic drawn as a line")] = "optimus+pack",
-        tune: Annotated[Optional[Path], typer.Option(help="an `hrlsched tune` directory whose search started from "  # noqa: UP045
-                                                     "this run's first evaluated weights: drawn after them")] = None,
+        tune: Annotated[Optional[list[Path]], typer.Option(help="`hrlsched tune` directories whose searches followed "  # noqa: UP045
+                                                           "this run's first evaluated weights, in the order they "
+                                                           "ran (repeat the option): drawn after them")] = None,
     ) -> None:
         """Plot held-back avg JCT against training wall time, with a heuristic's
         figure on the same seeds as a line; writes PNG and CSV."""
@@ -202,20 +203,24 @@ def register_curve(app: typer.Typer) -> None:
                if r.get("valid_avg_jct_h") not in ("", "nan", None)]
         seeds = cfg["valid_seeds"]
         tuned: list[tuple[float, float]] = []
-        if tune is not None:
-            import json
+        import json
 
+        t = pts[0][0]
+        for d in tune or []:
             try:
-                ts = json.loads((tune / "summary.json").read_text())
-                tseeds = yaml.safe_load((tune / "config.yaml").read_text())["valid_seeds"]
+                ts = json.loads((d / "summary.json").read_text())
+                tseeds = yaml.safe_load((d / "config.yaml").read_text())["valid_seeds"]
             except (OSError, ValueError, KeyError, yaml.YAMLError) as e:
-                err.print(f"[red]error:[/red] --tune {tune}: {e}")
+                err.print(f"[red]error:[/red] --tune {d}: {e}")
                 raise typer.Exit(2) from None
             if list(tseeds) != list(seeds):
-                err.print(f"[red]error:[/red] --tune {tune}: held-back seeds {tseeds}, the run's are {seeds}")
+                err.print(f"[red]error:[/red] --tune {d}: held-back seeds {tseeds}, the run's are {seeds}")
                 raise typer.Exit(2)
-            t0, v = pts[0][0], ts["valid_avg_jct_s"]
-            tuned = [(t0, v["0"] / 3600), (t0 + ts["elapsed_s"] / 60, v[ts.get("chosen", f"{ts['weight']:g}")] / 3600)]
+            v = ts["valid_avg_jct_s"]
+            if not tuned:
+                tuned.append((t, v["0"] / 3600))  # where the searches started: the weights as cloned
+            t += ts["elapsed_s"] / 60
+            tuned.append((t, v[ts.get("chosen", f"{ts['weight']:g}")] / 3600))
         ref = float(np.mean([summary(simulate(resolve_run_config(cfg["scenario"], heuristic, s, cfg["overrides"])),
                                      heuristic, cfg["scenario"])["avg_jct_s"] for s in seeds])) / 3600
         lines = ["phase,wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
@@ -230,7 +235,7 @@ def register_curve(app: typer.Typer) -> None:
         fig, ax = plt.subplots(figsize=(6, 3.5))
         ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label=f"hrl (greedy), {run.name}")
         if tuned:
-            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label=f"search (hint gap, hint), {tune.name}")
+            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label="searches: " + ", ".join(d.name for d in tune or []))
         ax.axhline(ref, color="k", ls="--", label=heuristic)
         ax.set_xlabel("training wall time (min)")
         ax.set_ylabel(f"avg JCT (h), seeds {seeds[0]}-{seeds[-1]}")
