@@ -44,7 +44,7 @@ def main() -> int:
         print("this checkpoint does not decide level 1 with a hint: nothing to compare")
         return 2
     net = ckpt.build_net(ck)
-    kw = {**ck["env_kwargs"], "scenario": args.scenario}
+    kw = {**ck["env_kwargs"], "scenario": args.scenario, "overrides": []}  # the scenario as evaluated, not trained
     env = make_env("allocate", args.seed, kw)
     obs, _ = env.reset(seed=0)
     t = env.dp.table
