@@ -240,3 +240,30 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
             p = profiles[probe.model]
             k = np.minimum(np.floor((occ.cores_free - MARGIN) / p.ps_cores), np.floor((occ.mem_free - MARGIN) / p.ps_mem_gb))
             assert room.ps_total == float(np.maximum(k, 0).sum())
+
+
+def test_allocation_choice_is_the_light_observation() -> None:
+    """``allocation_choice`` (the hrl policy's scorer inputs) gives the same
+    arrays as ``observation(full=False)``: the current job, cluster and context
+    rows, candidate rows and valid actions, over a whole episode with a hint."""
+    from hrlsched.sim.simulation import Simulation
+
+    b = pool(3).built(3)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
+                       hint_options={"remaining_weight": 1.0, "keep_s": 3000.0, "worker_counts": [1, 2, 4, 8]})
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view, rng, checked = sim.reset(3), np.random.default_rng(3), 0
+    dp.reset(rng)
+    while view is not None:
+        more = dp.begin(view)
+        while more:
+            obs = dp.observation(full=False)
+            k, cluster, context, candidates, valid = dp.allocation_choice()
+            assert k == int(np.flatnonzero(obs["current_job"])[0])
+            for got, want in ((cluster, obs["cluster"]), (context, obs["context"]), (candidates, obs["candidates"]),
+                              (valid, np.flatnonzero(obs["action_mask"]))):
+                np.testing.assert_array_equal(got, want)
+            more = dp.act(int(valid[rng.integers(valid.size)]))
+            checked += 1
+        view = sim.step(dp.decision()).view
+    assert checked > 20

@@ -100,15 +100,14 @@ class HRLScheduler(Scheduler):
             self._scorer = CandidateScorer(self.net)
         hj = pooled = None
         while more:
-            obs = dp.observation(full=hj is None)
-            if hj is None:
+            if hj is None:  # a new point: encode it once
+                obs = dp.observation()
                 with torch.inference_mode():
                     enc = self.net.encode({k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(obs).items()})
                 hj, pooled = enc["hj"][0].numpy(), enc["pooled"][0].numpy()
-            cur = hj[int(np.flatnonzero(obs["current_job"])[0])]
-            logits = self._scorer(obs["cluster"], obs["context"], pooled, cur, obs["candidates"])
+            k, cluster, context, candidates, valid = dp.allocation_choice()
+            logits = self._scorer(cluster, context, pooled, hj[k], candidates)
             # the first most probable valid action (as an argmax over the masked logits)
-            valid = np.flatnonzero(obs["action_mask"])
             more = dp.act(int(valid[np.argmax(logits[valid])]))
             self.steps += 1
         return dp.decision()

@@ -328,28 +328,8 @@ class DecisionPoint:
         cur = np.zeros(self.max_jobs, dtype=np.int8)
         if 0 <= k < n:
             cur[k] = 1
-        if self._cluster_board[0] != board.version:
-            topo, occ = self.topo, board.occ
-            self._cluster_board = (board.version, (
-                board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / self._cores_total,
-                occ.mem_free.sum() / self._mem_total,
-            ))
-        t_h, active, queued, idle = self._cluster_point
-        free, cores, mem = self._cluster_board[1]
-        cluster = np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
-                            np.log1p(self.decisions)],
-                           dtype=np.float32)
-        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
-        part = self.part
-        if part is None:
-            ctx[0] = 1.0
-        else:
-            ctx[1 if part.placing_worker else 2] = 1.0
-            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
-            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
-            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
-        obs = {"cluster": cluster, "context": ctx, "current_job": cur, "action_mask": self._mask.copy()}
+        obs = {"cluster": self._cluster_row(), "context": self._context_row(), "current_job": cur,
+               "action_mask": self._mask.copy()}
         if self.agent_allocates:
             if self.phase == ALLOCATE and 0 <= k < n:
                 obs["candidates"] = self._candidate_matrix()
@@ -374,6 +354,43 @@ class DecisionPoint:
             "socket_mask": self._sm.copy(), "links": self._links_m.copy(), "link_mask": self._lm.copy(),
         })
         return obs
+
+    def _cluster_row(self) -> np.ndarray:
+        board, n, k = self.board, self.n_dec, self.k
+        if self._cluster_board[0] != board.version:
+            topo, occ = self.topo, board.occ
+            self._cluster_board = (board.version, (
+                board.free_slots() / topo.n_gpus,
+                occ.cores_free.sum() / self._cores_total,
+                occ.mem_free.sum() / self._mem_total,
+            ))
+        t_h, active, queued, idle = self._cluster_point
+        free, cores, mem = self._cluster_board[1]
+        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
+                         np.log1p(self.decisions)], dtype=np.float32)
+
+    def _context_row(self) -> np.ndarray:
+        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        part = self.part
+        if part is None:
+            ctx[0] = 1.0
+        else:
+            ctx[1 if part.placing_worker else 2] = 1.0
+            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
+            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
+            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
+        return ctx
+
+    def allocation_choice(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """An allocation choice as a level-1 scorer reads it: (the current
+        job's index, the cluster row, the context row, the candidate rows, the
+        valid actions' indices); the same arrays as ``observation(full=False)``
+        (``current_job`` as its index, the mask as its valid actions), without
+        building what a scorer does not read. Only in an allocation phase."""
+        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
+        if not self._prepared:
+            self._prepare()
+        return self.k, self._cluster_row(), self._context_row(), self._candidate_matrix(), self._valid_set[1]
 
     def mask(self) -> np.ndarray:
         """Valid actions of the current choice (int8, ``n_actions``)."""
@@ -462,7 +479,7 @@ class DecisionPoint:
                         decided[k] = 1.0
                         continue
                 self._cand_mask(k)
-                if not self.skip_forced or np.count_nonzero(self._valid) > 1:  # more than wait
+                if not self.skip_forced or len(self._valid_set[0]) > 1:  # more than wait
                     return True
                 decided[k] = 1.0
         while self.queue:
@@ -555,15 +572,19 @@ class DecisionPoint:
             sure[slots[ok]] = True
             kept = sure.copy()
             kept[KEEP] = True
-            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist())
-        valid = (v[1] if keep else v[0]).copy()
-        for c in v[2]:
-            job = self._slot_job(k, c)
-            valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
-        if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
-            valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
-        self._valid = valid
-        vk = self._vk = valid.tobytes()
+            sure.flags.writeable = kept.flags.writeable = False  # shared by the choices they decide
+            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist(), sure.tobytes(), kept.tobytes())
+        if not v[2] and view.perf.prices_everything:  # the rules decide every slot
+            valid, vk = (v[1], v[4]) if keep else (v[0], v[3])
+        else:
+            valid = (v[1] if keep else v[0]).copy()
+            for c in v[2]:
+                job = self._slot_job(k, c)
+                valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+            if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
+                valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
+            vk = valid.tobytes()
+        self._valid, self._vk = valid, vk
         vs = self._valid_sets.get(vk)
         if vs is None:  # the valid slots (list, index array) and their static rows
             ix = np.flatnonzero(valid)
