@@ -183,7 +183,7 @@ class ModelRoom:
             if need > 0:
                 per = max(per, math.ceil(use / need) if use > 0 else 0)
         self.per = float(per)
-        self._ps_needs = (pc > 0, pm > 0)
+        self._ps_needs = (pc if pc > 0 else None, pm if pm > 0 else None)
         self._exact = True  # PS counts small enough to be summed as integers
 
     def sync(self, occ: _Occupancy) -> None:
@@ -219,7 +219,6 @@ class ModelRoom:
 
     def _server(self, occ: _Occupancy, v: int) -> None:
         """Server ``v``'s values again (the arrays' formulas, on one element)."""
-        p = self.prof
         cf, mf = float(occ.cores_free[v]), float(occ.mem_free[v])
         gpus = float(occ._free_gpus[v])  # type: ignore[index]  # counted by ``_full``, kept by ``_apply``
         c = int(max(min(gpus, math.floor(min(cf / self._wdiv, mf / self._mdiv) + 1e-9)), 0))
@@ -229,12 +228,14 @@ class ModelRoom:
             self.hist[old] -= 1
             self.hist[c] += 1
             self.total += c - old
-        k: float | None = None
-        for left, need, on in ((cf, p.ps_cores, self._ps_needs[0]), (mf, p.ps_mem_gb, self._ps_needs[1])):
-            if on:
-                x = float(math.floor((left - MARGIN) / need))
-                k = x if k is None else min(k, x)
-        k = max(k, 0.0)  # type: ignore[type-var]  # not None: ``_exact`` needs a finite count
+        pc, pm = self._ps_needs  # each > 0, or None (``_exact``: at least one)
+        if pc is None:
+            k = math.floor((mf - MARGIN) / pm)
+        else:
+            k = math.floor((cf - MARGIN) / pc)
+            if pm is not None:
+                k = min(k, math.floor((mf - MARGIN) / pm))
+        k = float(max(k, 0))
         if k >= _EXACT:
             self._exact = False  # ``sync`` recomputes the arrays
             return
