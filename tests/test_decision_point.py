@@ -192,3 +192,78 @@ def test_slots_the_predictor_cannot_price_are_masked() -> None:
             more = dp.act(int(valid[rng.integers(valid.size)]))
         view = sim.step(dp.decision()).view
     assert offered > 0  # the largest priced slot was offered: only the unpriced ones were masked
+
+
+def test_model_room_follows_commitments_as_the_arrays() -> None:
+    """``ModelRoom`` catches up server by server on what commitments change;
+    its worker capacities, their histogram and PS room are exactly what the
+    occupancy's arrays give after any sequence of commits, releases and
+    wholesale changes."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.core.catalogue import get_profile
+    from hrlsched.envs.board import MARGIN, Board
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.simulation import Simulation
+
+    built = build_scenario(resolve_run_config("default", None, 0, ["workload.jobs=40", "workload.duration_h=0.01",
+                                                                   "cluster.server_groups.0.count=6"]).scenario, 0)
+    sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
+    view = sim.reset(0)
+    while len(view.jobs) < 20:
+        view = sim.step(Decision(placements={})).view
+    topo = view.topology
+    profiles = {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+    board = Board(view, 2, profiles, link_layout(topo)[0])
+    occ = board.occ
+    rng = np.random.default_rng(3)
+    held: list[tuple] = []
+    for step in range(400):
+        if held and rng.random() < 0.4:
+            job, pl = held.pop(int(rng.integers(len(held))))
+            board.release(job, pl)
+        elif step % 97 == 50:
+            job = view.jobs[int(rng.integers(len(view.jobs)))]
+            pl = Placement.of([int(rng.integers(topo.n_gpus))])
+            board.reserve([job], [pl])  # a wholesale change
+            held.append((job, pl))
+        else:
+            job = view.jobs[int(rng.integers(len(view.jobs)))]
+            w = int(rng.integers(1, 5))
+            pl = Placement.of(rng.choice(topo.n_gpus, w, replace=False), rng.integers(topo.n_sockets, size=w // 2))
+            board.commit(job, pl)
+            held.append((job, pl))
+        for probe in view.jobs[:8]:
+            room = occ.room(probe)
+            cap = occ.worker_capacity(probe)
+            assert room.cap == cap.tolist() and room.total == int(cap.sum())
+            assert room.hist == np.bincount(cap, minlength=len(room.hist)).tolist()
+            p = profiles[probe.model]
+            k = np.minimum(np.floor((occ.cores_free - MARGIN) / p.ps_cores), np.floor((occ.mem_free - MARGIN) / p.ps_mem_gb))
+            assert room.ps_total == float(np.maximum(k, 0).sum())
+
+
+def test_allocation_choice_is_the_light_observation() -> None:
+    """``allocation_choice`` (the hrl policy's scorer inputs) gives the same
+    arrays as ``observation(full=False)``: the current job, cluster and context
+    rows, candidate rows and valid actions, over a whole episode with a hint."""
+    from hrlsched.sim.simulation import Simulation
+
+    b = pool(3).built(3)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
+                       hint_options={"remaining_weight": 1.0, "keep_s": 3000.0, "worker_counts": [1, 2, 4, 8]})
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view, rng, checked = sim.reset(3), np.random.default_rng(3), 0
+    dp.reset(rng)
+    while view is not None:
+        more = dp.begin(view)
+        while more:
+            obs = dp.observation(full=False)
+            k, cluster, context, candidates, valid = dp.allocation_choice()
+            assert k == int(np.flatnonzero(obs["current_job"])[0])
+            for got, want in ((cluster, obs["cluster"]), (context, obs["context"]), (candidates, obs["candidates"]),
+                              (valid, np.flatnonzero(obs["action_mask"]))):
+                np.testing.assert_array_equal(got, want)
+            more = dp.act(int(valid[rng.integers(valid.size)]))
+            checked += 1
+        view = sim.step(dp.decision()).view
+    assert checked > 20

@@ -100,15 +100,15 @@ class HRLScheduler(Scheduler):
             self._scorer = CandidateScorer(self.net)
         hj = pooled = None
         while more:
-            obs = dp.observation(full=hj is None)
-            if hj is None:
+            if hj is None:  # a new point: encode it once
+                obs = dp.observation()
                 with torch.inference_mode():
                     enc = self.net.encode({k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(obs).items()})
                 hj, pooled = enc["hj"][0].numpy(), enc["pooled"][0].numpy()
-            cur = hj[int(np.flatnonzero(obs["current_job"])[0])]
-            logits = self._scorer(obs["cluster"], obs["context"], pooled, cur, obs["candidates"])
-            a = int(np.argmax(np.where(obs["action_mask"].astype(bool), logits, -np.inf)))
-            more = dp.act(a)
+            k, cluster, context, candidates, valid = dp.allocation_choice()
+            logits = self._scorer(cluster, context, pooled, hj[k], candidates)
+            # the first most probable valid action (as an argmax over the masked logits)
+            more = dp.act(int(valid[np.argmax(logits[valid])]))
             self.steps += 1
         return dp.decision()
 
@@ -141,19 +141,37 @@ class CandidateScorer:
         x = self._x
         if x is None or x.shape != (n, d + g.size + cur.size) or x.dtype != np.result_type(candidates, g, cur):
             x = self._x = np.empty((n, d + g.size + cur.size), dtype=np.result_type(candidates, g, cur))
+            (w1, b1), (w2, _) = self.cand
+            self._h = np.empty((n, w1.shape[1]), dtype=np.result_type(x, w1, b1))
+            self._s = np.empty((n, w2.shape[1]), dtype=np.result_type(self._h, w2))
         x[:, :d] = candidates
         x[:, d:d + g.size] = g
         x[:, d + g.size:] = cur
-        score = self._mlp(x, self.cand)[:, 0]
+        # ``_mlp(x, self.cand)`` into buffers kept between calls: the same products and sums
+        (w1, b1), (w2, b2) = self.cand
+        h, s = self._h, self._s
+        np.matmul(x, w1, out=h)
+        h += b1
+        np.maximum(h, 0.0, out=h)
+        np.matmul(h, w2, out=s)
+        score = s[:, 0] + b2[0]
         if self.gap:
-            score = score + self.gap * hint_speed_gap_np(candidates)
+            gap = _hint_gap(candidates)
+            if gap is not None:  # else a zero gap: the score as it is
+                score = score + self.gap * gap
         return score
 
 
 def hint_speed_gap_np(c: np.ndarray) -> np.ndarray:
     """``nets.hint_speed_gap`` for one job's candidate rows (N, F), in numpy."""
+    gap = _hint_gap(c)
+    return np.zeros(c.shape[0], dtype=c.dtype) if gap is None else gap
+
+
+def _hint_gap(c: np.ndarray) -> np.ndarray | None:
+    """``hint_speed_gap_np``, None where it is zero everywhere (the hint is no candidate)."""
     iv, iw, ih, isp = GAP_COLUMNS
     h = int(np.argmax(c[:, ih]))
     if c[h, ih] <= 0 or h <= KEEP:
-        return np.zeros(c.shape[0], dtype=c.dtype)
+        return None
     return np.where((c[:, iw] == c[h, iw]) & (c[:, iv] > 0), c[:, isp] - c[h, isp], 0.0).astype(c.dtype)

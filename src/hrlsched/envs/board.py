@@ -4,6 +4,7 @@ sub-step updates only what its commitment changed."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -14,6 +15,9 @@ from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.policies.placement.occupancy import Occupancy
+
+MARGIN = 1e-6  # PS room counted with this much less core/memory, so rounding never matters
+_EXACT = 2.0**50  # PS counts summed as integers only below this (float sums of integers are exact there)
 
 LINK_KINDS = ("pcie", "switch", "qpi", "nic", "rack", "nvlink")
 
@@ -74,6 +78,11 @@ class _Occupancy(Occupancy):
         self._index = index
         self._n_free: int | None = None  # GPUs with a free slot, once counted
         self._gpu_server = index._server if index is not None else view.topology.gpu_server.tolist()
+        # Servers whose room changed, in order, since the last wholesale change
+        # (``forget``): a model's ``ModelRoom`` catches up on them alone.
+        self._log: list[int] = []
+        self._bulk = 0
+        self._rooms: dict[str, ModelRoom] = {}
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
@@ -81,6 +90,16 @@ class _Occupancy(Occupancy):
     def forget(self) -> None:
         super().forget()
         self._n_free = None
+        self._bulk += 1
+        self._log.clear()
+
+    def room(self, job: Job) -> ModelRoom:
+        """The room of ``job``'s model, up to date (read-only)."""
+        r = self._rooms.get(job.model)
+        if r is None:
+            r = self._rooms[job.model] = ModelRoom(self, self._profiles[job.model], job)
+        r.sync(self)
+        return r
 
     def free_count(self) -> int:
         """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
@@ -114,7 +133,9 @@ class _Occupancy(Occupancy):
         cores, mem = self.cores_free, self.mem_free
         wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
         ps = x[6].size > 0
+        log = self._log
         for v, w, p in x[9]:  # one subtraction (addition) per task, workers first, as ``np.subtract.at``
+            log.append(v)
             c, m = float(cores[v]), float(mem[v])
             if sign < 0:
                 for _ in range(w):
@@ -133,6 +154,93 @@ class _Occupancy(Occupancy):
                         c += pc
                         m += pm
             cores[v], mem[v] = c, m
+
+
+class ModelRoom:
+    """The room of one model on a board, kept up to date server by server:
+    workers each server can take (``cap``, ``Occupancy.worker_capacity``),
+    their sum (``total``) and how many servers can take c workers
+    (``hist[c]``); PSs each server surely takes (``HeuristicFeasibility.ps_room``'s
+    count, ``ps``) and their sum (``ps_total``). A commitment changes a
+    handful of servers, so catching up on them in Python beats recomputing the
+    128-server arrays with numpy; the per-server values are the same IEEE
+    operations as the arrays', and the sums are of integers, so the results are
+    exactly those of the arrays."""
+
+    def __init__(self, occ: _Occupancy, prof: ModelProfile, job: Job) -> None:
+        self.prof, self.job = prof, job
+        self.bulk = -1
+        self.pos = 0
+        self.cap: list[int] = []
+        self.hist: list[int] = []
+        self.total = 0
+        self.ps: list[float] = []
+        self.ps_total = 0.0
+        wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
+        self._wdiv, self._mdiv = max(wc, 1e-9), max(wm, 1e-9)
+        per = 0.0
+        for need, use in ((pc, wc), (pm, wm)):
+            if need > 0:
+                per = max(per, math.ceil(use / need) if use > 0 else 0)
+        self.per = float(per)
+        self._ps_needs = (pc if pc > 0 else None, pm if pm > 0 else None)
+        self._exact = True  # PS counts small enough to be summed as integers
+
+    def sync(self, occ: _Occupancy) -> None:
+        log = occ._log
+        if self.bulk != occ._bulk or not self._exact or len(log) - self.pos > 64:
+            self._full(occ)
+        elif len(log) > self.pos:
+            for v in set(log[self.pos:]):
+                self._server(occ, v)
+            if not self._exact:
+                self._full(occ)
+        self.pos = len(log)
+
+    def _full(self, occ: _Occupancy) -> None:
+        cap = occ._worker_capacity(self.job, 0)  # also counts the free GPUs per server
+        self.cap = cap.tolist()
+        n = max(int(occ.topo.server_gpus.max()), 0) if occ.topo.n_servers else 0
+        self.hist = np.bincount(cap, minlength=n + 1).tolist()
+        self.total = int(cap.sum())
+        self.bulk = occ._bulk
+        p = self.prof
+        k: np.ndarray | None = None
+        for left, need in ((occ.cores_free, p.ps_cores), (occ.mem_free, p.ps_mem_gb)):
+            if need > 0:
+                x = np.floor((left - MARGIN) / need)
+                k = x if k is None else np.minimum(k, x, out=x)
+        if k is None:
+            k = np.full(occ.cores_free.shape, np.inf)
+        k = np.maximum(k, 0)
+        self.ps_total = float(k.sum())
+        self._exact = bool(np.all(k < _EXACT)) and self.ps_total < _EXACT
+        self.ps = k.tolist()
+
+    def _server(self, occ: _Occupancy, v: int) -> None:
+        """Server ``v``'s values again (the arrays' formulas, on one element)."""
+        cf, mf = float(occ.cores_free[v]), float(occ.mem_free[v])
+        gpus = float(occ._free_gpus[v])  # type: ignore[index]  # counted by ``_full``, kept by ``_apply``
+        c = int(max(min(gpus, math.floor(min(cf / self._wdiv, mf / self._mdiv) + 1e-9)), 0))
+        old = self.cap[v]
+        if c != old:
+            self.cap[v] = c
+            self.hist[old] -= 1
+            self.hist[c] += 1
+            self.total += c - old
+        pc, pm = self._ps_needs  # each > 0, or None (``_exact``: at least one)
+        if pc is None:
+            k = math.floor((mf - MARGIN) / pm)
+        else:
+            k = math.floor((cf - MARGIN) / pc)
+            if pm is not None:
+                k = min(k, math.floor((mf - MARGIN) / pm))
+        k = float(max(k, 0))
+        if k >= _EXACT:
+            self._exact = False  # ``sync`` recomputes the arrays
+            return
+        self.ps_total += k - self.ps[v]  # integers: exact
+        self.ps[v] = k
 
 
 class PlacementIndex:

@@ -194,6 +194,7 @@ class DecisionPoint:
         self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
         self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cand_base: dict[tuple, np.ndarray] = {}  # the candidate rows' fixed part (``_candidate_matrix``)
         self._menu_ps: dict[tuple, bool] = {}
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
@@ -221,6 +222,7 @@ class DecisionPoint:
         self._speed_cache: dict[tuple, float] = {}
         self._facts: dict[tuple, tuple[float, ...]] = {}
         self._slot_speed: dict[tuple[int, int], np.ndarray] = {}
+        self._valid_speeds: dict[tuple[int, int, bytes], list[float]] = {}
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
         self.rescues = 0
@@ -326,28 +328,8 @@ class DecisionPoint:
         cur = np.zeros(self.max_jobs, dtype=np.int8)
         if 0 <= k < n:
             cur[k] = 1
-        if self._cluster_board[0] != board.version:
-            topo, occ = self.topo, board.occ
-            self._cluster_board = (board.version, (
-                board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / self._cores_total,
-                occ.mem_free.sum() / self._mem_total,
-            ))
-        t_h, active, queued, idle = self._cluster_point
-        free, cores, mem = self._cluster_board[1]
-        cluster = np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
-                            np.log1p(self.decisions)],
-                           dtype=np.float32)
-        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
-        part = self.part
-        if part is None:
-            ctx[0] = 1.0
-        else:
-            ctx[1 if part.placing_worker else 2] = 1.0
-            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
-            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
-            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
-        obs = {"cluster": cluster, "context": ctx, "current_job": cur, "action_mask": self._mask.copy()}
+        obs = {"cluster": self._cluster_row(), "context": self._context_row(), "current_job": cur,
+               "action_mask": self._mask.copy()}
         if self.agent_allocates:
             if self.phase == ALLOCATE and 0 <= k < n:
                 obs["candidates"] = self._candidate_matrix()
@@ -372,6 +354,43 @@ class DecisionPoint:
             "socket_mask": self._sm.copy(), "links": self._links_m.copy(), "link_mask": self._lm.copy(),
         })
         return obs
+
+    def _cluster_row(self) -> np.ndarray:
+        board, n, k = self.board, self.n_dec, self.k
+        if self._cluster_board[0] != board.version:
+            topo, occ = self.topo, board.occ
+            self._cluster_board = (board.version, (
+                board.free_slots() / topo.n_gpus,
+                occ.cores_free.sum() / self._cores_total,
+                occ.mem_free.sum() / self._mem_total,
+            ))
+        t_h, active, queued, idle = self._cluster_point
+        free, cores, mem = self._cluster_board[1]
+        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
+                         np.log1p(self.decisions)], dtype=np.float32)
+
+    def _context_row(self) -> np.ndarray:
+        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        part = self.part
+        if part is None:
+            ctx[0] = 1.0
+        else:
+            ctx[1 if part.placing_worker else 2] = 1.0
+            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
+            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
+            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
+        return ctx
+
+    def allocation_choice(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """An allocation choice as a level-1 scorer reads it: (the current
+        job's index, the cluster row, the context row, the candidate rows, the
+        valid actions' indices); the same arrays as ``observation(full=False)``
+        (``current_job`` as its index, the mask as its valid actions), without
+        building what a scorer does not read. Only in an allocation phase."""
+        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
+        if not self._prepared:
+            self._prepare()
+        return self.k, self._cluster_row(), self._context_row(), self._candidate_matrix(), self._valid_set[1]
 
     def mask(self) -> np.ndarray:
         """Valid actions of the current choice (int8, ``n_actions``)."""
@@ -460,7 +479,7 @@ class DecisionPoint:
                         decided[k] = 1.0
                         continue
                 self._cand_mask(k)
-                if not self.skip_forced or np.count_nonzero(self._valid) > 1:  # more than wait
+                if not self.skip_forced or len(self._valid_set[0]) > 1:  # more than wait
                     return True
                 decided[k] = 1.0
         while self.queue:
@@ -553,15 +572,19 @@ class DecisionPoint:
             sure[slots[ok]] = True
             kept = sure.copy()
             kept[KEEP] = True
-            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist())
-        valid = (v[1] if keep else v[0]).copy()
-        for c in v[2]:
-            job = self._slot_job(k, c)
-            valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
-        if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
-            valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
-        self._valid = valid
-        vk = valid.tobytes()
+            sure.flags.writeable = kept.flags.writeable = False  # shared by the choices they decide
+            v = self._slot_rules[key] = (sure, kept, slots[ask].tolist(), sure.tobytes(), kept.tobytes())
+        if not v[2] and view.perf.prices_everything:  # the rules decide every slot
+            valid, vk = (v[1], v[4]) if keep else (v[0], v[3])
+        else:
+            valid = (v[1] if keep else v[0]).copy()
+            for c in v[2]:
+                job = self._slot_job(k, c)
+                valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+            if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
+                valid[2:] &= self._slot_speeds(k, valid)[2:] > 0
+            vk = valid.tobytes()
+        self._valid, self._vk = valid, vk
         vs = self._valid_sets.get(vk)
         if vs is None:  # the valid slots (list, index array) and their static rows
             ix = np.flatnonzero(valid)
@@ -821,7 +844,23 @@ class DecisionPoint:
         cur_pl = view.placements[k]
         req = float(self._req_speed[k])
         rem = float(view.remaining[k])
-        sub = static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
+        prof = self.profiles[cur.model]
+        # What depends only on the valid slots, the job's current allocation and its
+        # restart delay (the static columns, keep's, restarts and their cost): made once per key.
+        now = None if cur_pl is None else (cur_pl.n_workers, cur_pl.n_ps, cur.arch == "ps", cur.mode == "async")
+        bkey = (self._vk, now, prof.restart_s)
+        base = self._cand_base.get(bkey)
+        if base is None:
+            base = static.copy()  # valid, wait, keep, workers, PSs, arch, mode of the menu
+            if valid[KEEP]:  # the second row
+                assert now is not None
+                base[1, 3:7] = (now[0] / F.WORKER_SCALE, now[1] / F.WORKER_SCALE, now[2], now[3])
+            base[:, 9] = self._restarts(cur, cur_pl)[ix]
+            base[:, 13] = base[:, 9] * (prof.restart_s / F.RESTART_SCALE)
+            if len(self._cand_base) > 4096:
+                self._cand_base.clear()
+            self._cand_base[bkey] = base
+        sub = base.copy()
         sv = self._valid_slot_speeds(k, ix)
         free = max(self.board.free_slots(), 1)
         skey = (self.board.version, cur.model)
@@ -848,24 +887,21 @@ class DecisionPoint:
         sub[:, 11] = share[ix]
         if valid[KEEP]:  # the second row
             assert cur_pl is not None
-            cw, cp = cur_pl.n_workers, cur_pl.n_ps
-            sub[1, 3:7] = (cw / F.WORKER_SCALE, cp / F.WORKER_SCALE, cur.arch == "ps", cur.mode == "async")
+            cw = cur_pl.n_workers
             if view.speed[k] > 0:
                 x = float(view.speed[k])
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
                     x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
                 sv[1] = x
             else:
-                sv[1] = self._speed(cur, cw, cp, int(view.batch_sizes[k]))
+                sv[1] = self._speed(cur, cw, cur_pl.n_ps, int(view.batch_sizes[k]))
             sub[1, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
             sub[1, 11] = cw / free
         # speed over the request, hours to finish
         req = max(req, 1e-12)
         sub[:, 7] = [x / req for x in sv]
         sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        sub[:, 9] = self._restarts(cur, cur_pl)[ix]
         sub[:, 10] /= 4.0
-        sub[:, 13] = sub[:, 9] * (self.profiles[cur.model].restart_s / F.RESTART_SCALE)
         al = self._hints.get(cur.job_id)
         hint = -1
         if al is not None:
@@ -874,7 +910,7 @@ class DecisionPoint:
             ps = max(al.ps, 1) if arch == "ps" else 0
             keep = cur_pl is not None and (arch, mode) == (cur.arch, cur.mode) and cur_pl.n_workers == al.workers \
                 and cur_pl.n_ps == ps
-            nkey = (valid.tobytes(), al.workers, ps, arch, mode, keep)
+            nkey = (self._vk, al.workers, ps, arch, mode, keep)
             hint = self._nearest.get(nkey, -1)
             if hint < 0:
                 if len(self._nearest) > 4096:
@@ -891,8 +927,16 @@ class DecisionPoint:
         return out
 
     def _valid_slot_speeds(self, k: int, ix: np.ndarray) -> list[float]:
-        """``_slot_speed_vector`` on the valid slots ``ix`` (as a list; wait and keep 0)."""
-        return self._slot_speed_vector(k, ix)[ix].tolist()
+        """``_slot_speed_vector`` on the valid slots ``ix`` (a fresh list; wait and
+        keep 0); once priced, a slot's speed never changes, so the list is kept
+        per job, batch size and valid slots."""
+        view = self.view
+        assert view is not None
+        key = (view.jobs[k].job_id, int(view.batch_sizes[k]), self._vk)
+        v = self._valid_speeds.get(key)
+        if v is None:
+            v = self._valid_speeds[key] = self._slot_speed_vector(k, ix)[ix].tolist()
+        return list(v)
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""

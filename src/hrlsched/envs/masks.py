@@ -15,8 +15,6 @@ candidate chosen, and where no rule decides.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from hrlsched.contract import ClusterView
@@ -31,7 +29,6 @@ from hrlsched.policies.placement.random import RandomPlacement
 from hrlsched.policies.tiresias import TiresiasPlacement
 
 EPS = 1e-9
-MARGIN = 1e-6  # PS room counted with this much less core/memory, so rounding never matters
 
 
 class PartialPlacement:
@@ -141,6 +138,7 @@ class HeuristicFeasibility:
         self.random = type(policy) is RandomPlacement
         self._cache: dict[tuple, object] = {}
         self._room: dict[str, int] = {}
+        self._tops: dict[tuple[int, ...], np.ndarray] = {}  # ``servers``' cumulative capacities, per histogram
         self._version = -1
         self._board: Board | None = None
 
@@ -162,33 +160,15 @@ class HeuristicFeasibility:
             self._sync(board)
         v = self._room.get(job.model)
         if v is None:
-            v = self._room[job.model] = int(board.occ.worker_capacity(job).sum())
+            v = self._room[job.model] = board.occ.room(job).total
         return v
 
     def ps_room(self, board: Board, job: Job) -> tuple[float, float]:
         """(PSs of ``job`` that surely fit in the cluster, most PS room one
-        worker can take away): PS room per server is counted with ``MARGIN``
+        worker can take away): PS room per server is counted with ``board.MARGIN``
         less cores and memory than left, so that sums never depend on rounding."""
-        if board is not self._board or board.version != self._version:
-            self._sync(board)
-        key = ("ps", job.model)
-        v = self._cache.get(key)
-        if v is None:
-            p = board.profiles[job.model]
-            occ = board.occ
-            k: np.ndarray | None = None  # PSs per server (inf when it needs neither)
-            per = 0.0
-            for left, need, use in ((occ.cores_free, p.ps_cores, p.worker_cores),
-                                    (occ.mem_free, p.ps_mem_gb, p.worker_mem_gb)):
-                if need > 0:
-                    x = np.floor((left - MARGIN) / need)
-                    k = x if k is None else np.minimum(k, x, out=x)
-                    per = max(per, math.ceil(use / need) if use > 0 else 0)
-            if k is None:
-                k = np.full(occ.cores_free.shape, np.inf)
-            total = float(np.maximum(k, 0).sum())
-            v = self._cache[key] = (total, float(per))
-        return v  # type: ignore[return-value]
+        r = board.occ.room(job)
+        return r.ps_total, r.per
 
     def sure(self, board: Board, job: Job, workers: np.ndarray, ps: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For (``workers[i]``, ``ps[i]``) pairs of ``job`` (architecture and
@@ -213,12 +193,15 @@ class HeuristicFeasibility:
         servers, the expected number for random GPUs; None when unknown
         (ask ``place``)."""
         if self.fewest:
-            if board is not self._board or board.version != self._version:
-                self._sync(board)
-            key = ("fewest", job.model)
-            top = self._cache.get(key)
-            if top is None:  # workers the k roomiest servers hold, k = 1, 2, ...
-                top = self._cache[key] = np.cumsum(np.sort(self.capacity(board, job))[::-1])
+            # workers the k roomiest servers hold, k = 1, 2, ...: a function of how many
+            # servers hold each count, which few commitments change
+            hist = tuple(board.occ.room(job).hist)
+            top = self._tops.get(hist)
+            if top is None:
+                if len(self._tops) > 4096:
+                    self._tops.clear()
+                c = np.arange(len(hist))[::-1]
+                top = self._tops[hist] = np.cumsum(np.repeat(c, np.array(hist[::-1], dtype=np.int64)))
             return np.searchsorted(top, workers) + 1  # type: ignore[arg-type]
         if self.random:
             # Random GPUs among the free ones of servers with room: a server is
