@@ -50,6 +50,7 @@ from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.distributions import MaskedCategorical
 from hrlsched.agent.nets import HRLNet, NetConfig
 from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
+from hrlsched.envs.candidates import WORKER_OPTIONS
 
 EVAL_SEEDS = range(0, 100)  # the seeds every reported figure is measured on: never trained on
 LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
@@ -65,7 +66,7 @@ class TrainConfig:
     hint: str | None = "optimus"  # the heuristic whose choice level 1 sees as a feature (None: none)
     hint_options: dict[str, float] = field(default_factory=dict)  # its constructor's arguments
     # the level-1 menu's worker counts (a finer menu, 1-8, 12, 16, 24, 32, did not help the cloned policy)
-    worker_options: list[int] = field(default_factory=lambda: [1, 2, 4, 8, 16, 32])
+    worker_options: list[int] = field(default_factory=lambda: list(WORKER_OPTIONS))
     max_jobs: int = 64
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1064)))
     valid_seeds: list[int] = field(default_factory=lambda: [100, 101, 102, 103, 104])

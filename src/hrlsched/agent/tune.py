@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import inspect
 import json
 import math
 import time
@@ -116,10 +115,9 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
         if on_menu:
-            from hrlsched.envs.decision import DecisionPoint
+            from hrlsched.envs.candidates import WORKER_OPTIONS
 
-            menu = kw.get("worker_options", inspect.signature(DecisionPoint).parameters["worker_options"].default)
-            opts["worker_counts"] = [int(x) for x in menu]
+            opts["worker_counts"] = [int(x) for x in kw.get("worker_options", WORKER_OPTIONS)]
         try:
             ALLOCATIONS[hint].factory(**opts)
         except (TypeError, KeyError) as e:

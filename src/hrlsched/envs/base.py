@@ -34,6 +34,7 @@ from gymnasium import spaces
 
 from hrlsched.contract import ClusterView
 from hrlsched.envs.board import Board
+from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.decision import ALLOCATE, PLACE, DecisionPoint, InvalidActionError
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.envs.pool import WorkloadPool
@@ -110,7 +111,7 @@ class SchedulingEnv(gym.Env):
         max_gpus: int | None = None,
         max_sockets: int | None = None,
         max_links: int | None = None,
-        worker_options: Sequence[int] = (1, 2, 4, 8, 16, 32),
+        worker_options: Sequence[int] = WORKER_OPTIONS,
         ps_options: Sequence[str] = ("one", "half"),
         max_tasks_per_gpu: int = 1,
         decision_points: str = "events",

@@ -23,6 +23,7 @@ import numpy as np
 from hrlsched.contract import ARCHS, MODES
 
 WAIT, KEEP = 0, 1
+WORKER_OPTIONS = (1, 2, 4, 8, 16, 32)  # the menu's worker counts unless told otherwise
 PS_RULES = ("one", "half", "equal")
 
 

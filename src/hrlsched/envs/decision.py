@@ -39,7 +39,7 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs import features as F
 from hrlsched.envs.board import Board, PlacementIndex, link_layout
-from hrlsched.envs.candidates import KEEP, WAIT, make_table, nearest_slot
+from hrlsched.envs.candidates import KEEP, WAIT, WORKER_OPTIONS, make_table, nearest_slot
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.placement.frame import IncrementalPlacement
@@ -99,7 +99,7 @@ class DecisionPoint:
         max_gpus: int | None = None,
         max_sockets: int | None = None,
         max_links: int | None = None,
-        worker_options: Sequence[int] = (1, 2, 4, 8, 16, 32),
+        worker_options: Sequence[int] = WORKER_OPTIONS,
         ps_options: Sequence[str] = ("one", "half"),
         max_tasks_per_gpu: int = 1,
         skip_forced: bool = True,
