@@ -273,6 +273,24 @@ def test_train_cli_refuses_hrl_only_options(tmp_path: Path) -> None:
 
     from hrlsched.cli import app
 
-    res = CliRunner().invoke(app, ["train", "--agent", "dl2", "--out", str(tmp_path / "x"), "--option", "lr=1"])
-    assert res.exit_code == 2 and "--option: only --agent hrl takes them" in res.output, res.output
+    res = CliRunner().invoke(app, ["train", "--agent", "dl2", "--out", str(tmp_path / "x"), "--level", "2"])
+    assert res.exit_code == 2 and "--level: only --agent hrl takes it" in res.output, res.output
+    res = CliRunner().invoke(app, ["train", "--agent", "dl2", "--out", str(tmp_path / "x"), "--option", "nosuch=1"])
+    assert res.exit_code == 2 and "nosuch=1" in res.output and "entropy" in res.output, res.output
+    res = CliRunner().invoke(app, ["train", "--agent", "harmony", "--out", str(tmp_path / "x"),
+                                   "--option", "entropy=-1"])
+    assert res.exit_code == 2 and "entropy" in res.output, res.output
     assert not (tmp_path / "x").exists()
+
+
+def test_options_typed_by_field() -> None:
+    from hrlsched.commands.train import apply_options
+
+    cfg = dl2.DL2Config()
+    apply_options(cfg, ["entropy=0.1", "lr=1e-4", "window=20", "reward=jct", "horizon_h=none", "steps=500"])
+    assert (cfg.entropy, cfg.lr, cfg.window, cfg.reward, cfg.horizon_h, cfg.steps) == (0.1, 1e-4, 20, "jct", None, 500)
+    assert isinstance(cfg.lr, float) and isinstance(cfg.steps, int)
+    apply_options(cfg, ["horizon_h=6"])
+    assert cfg.horizon_h == 6.0 and isinstance(cfg.horizon_h, float)
+    with pytest.raises(ValueError, match="window=many"):
+        apply_options(cfg, ["window=many"])

@@ -87,6 +87,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -844,10 +845,11 @@ def export(src: str | Path, dst: str | Path) -> None:
 
 def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
                   seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
-                  backend: str, log: Any) -> int:
+                  backend: str, log: Any, configure: Callable[[Any], None] | None = None) -> int:
     """``hrlsched train --agent dl2``: DRF warm-up, then actor-critic; writes
     ``config.yaml``, ``metrics.csv``, ``sl.pt``, ``best.pt`` (greedy, lowest
     avg JCT on seeds 100-104) and ``last.pt`` (``--resume``)."""
     return lit.train_command("dl2", DL2Config, Trainer, ("inferences", "inferences"), scenario=scenario, out=out,
                              minutes=minutes, steps=steps, workers=workers, seeds=seeds, overrides=overrides,
-                             resume=resume, seed=seed, init=init, backend=backend, log=log)
+                             resume=resume, seed=seed, init=init, backend=backend, log=log,
+                             configure=configure)

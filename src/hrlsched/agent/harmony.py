@@ -79,6 +79,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -186,6 +187,8 @@ class HarmonyConfig:
             raise ValueError("lr, value_lr, pred_lr, sl_lr: expected positive learning rates")
         if self.is_clip <= 0:
             raise ValueError(f"is_clip: expected a positive value, got {self.is_clip}")
+        if self.entropy < 0:
+            raise ValueError(f"entropy: expected a value >= 0, got {self.entropy}")
 
 
 class HarmonyNet(nn.Module):
@@ -933,11 +936,12 @@ def export(src: str | Path, dst: str | Path) -> None:
 
 def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
                   seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
-                  backend: str, log: Any) -> int:
+                  backend: str, log: Any, configure: Callable[[Any], None] | None = None) -> int:
     """``hrlsched train --agent harmony``: reward prediction on the history
     of existing placements, then actor-critic; writes ``config.yaml``,
     ``metrics.csv``, ``best.pt`` (greedy, lowest avg JCT on seeds 100-104)
     and ``last.pt`` (``--resume``)."""
     return lit.train_command("harmony", HarmonyConfig, Trainer, ("jobs placed", "jobs_placed"), scenario=scenario,
                              out=out, minutes=minutes, steps=steps, workers=workers, seeds=seeds,
-                             overrides=overrides, resume=resume, seed=seed, init=init, backend=backend, log=log)
+                             overrides=overrides, resume=resume, seed=seed, init=init, backend=backend, log=log,
+                             configure=configure)

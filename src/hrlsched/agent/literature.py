@@ -298,10 +298,11 @@ def export(dst: str | Path, kind: str, checkpoint: dict[str, Any], keys: Sequenc
 def train_command(name: str, config_cls: type, trainer_cls: type, progress_field: tuple[str, str], *,
                   scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
                   seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
-                  backend: str, log: Any) -> int:
+                  backend: str, log: Any, configure: Callable[[Any], None] | None = None) -> int:
     """``hrlsched train --agent NAME`` for DL2 and Harmony: the run's
-    directory and config (a new one, or ``config.yaml`` on ``--resume`` with a
-    new budget), the training, a progress line per episode
+    directory and config (a new one, with ``configure`` applied to it (the
+    ``--option`` settings), or ``config.yaml`` on ``--resume`` with a new
+    budget), the training, a progress line per episode
     (``progress_field``: label and key of the agent's own count), Ctrl-C
     keeping ``last.pt``."""
     if backend != "local":
@@ -322,6 +323,8 @@ def train_command(name: str, config_cls: type, trainer_cls: type, progress_field
                          steps=steps)
         if seeds:
             cfg.train_seeds = list(seeds)
+        if configure is not None:
+            configure(cfg)
     cfg.validate()
     trainer = trainer_cls(cfg, out, lambda s: log.print(s, markup=False, highlight=False),
                           init=str(init) if init else None, resume=resume)

@@ -53,17 +53,16 @@ def register_train(app: typer.Typer) -> None:
             # the RL schedulers of the literature train with their own algorithms (their modules)
             import importlib
 
-            ignored = [name for name, given in (("--option", bool(option)), ("--level", level != "1")) if given]
-            if ignored:  # refused rather than silently dropped
-                err.print(f"[red]error:[/red] {', '.join(ignored)}: only --agent hrl takes them; {agent}'s settings "
-                          "are the defaults of its config (src/hrlsched/agent/" + agent + ".py), kept in OUT/config.yaml")
+            if level != "1":  # refused rather than silently dropped
+                err.print(f"[red]error:[/red] --level: only --agent hrl takes it; {agent} has its own level")
                 raise typer.Exit(2)
 
             mod = importlib.import_module(AGENTS[agent])
             try:
                 code = mod.train_command(scenario=scenario, out=out, minutes=minutes, steps=steps, workers=workers,
                                          seeds=parse_seeds(seeds) if seeds else None, overrides=list(set_ or []),
-                                         resume=resume, seed=seed, init=init, backend=backend, log=err)
+                                         resume=resume, seed=seed, init=init, backend=backend, log=err,
+                                         configure=lambda cfg: apply_options(cfg, option or []))
             except (ValueError, TypeError) as e:
                 err.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2) from None
@@ -88,13 +87,7 @@ def register_train(app: typer.Typer) -> None:
                                       None if steps is not None else 60.0), steps=steps)
                 if seeds:
                     cfg.train_seeds = parse_seeds(seeds)
-                fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
-                for item in option or []:
-                    name, sep, value = item.partition("=")
-                    if not sep or name not in fields:
-                        raise ValueError(f"--option {item!r}: expected name=value with a name among "
-                                         f"{sorted(fields)}")
-                    setattr(cfg, name, _typed(name, getattr(cfg, name), value))
+                apply_options(cfg, option or [])
             cfg.validate()
             trainer = Trainer(cfg, out, init=str(init) if init else None, resume=resume,
                               log=lambda s: err.print(s, markup=False, highlight=False),
@@ -126,8 +119,21 @@ def register_train(app: typer.Typer) -> None:
               f"(best {res['best_valid_avg_jct_h']:.3f} h, {out / 'best.pt'})")
 
 
-def _typed(name: str, current: object, text: str) -> object:
-    """``text`` as the type of the setting's current value (YAML reads 3e-4 as a string)."""
+def apply_options(cfg: object, items: list[str]) -> None:
+    """Set ``--option name=value`` items on a training config (a dataclass),
+    each value read as the type of its field; an unknown name or a value of
+    the wrong type is refused with the names it could be."""
+    fields = {f.name: f for f in dataclasses.fields(cfg)}  # type: ignore[arg-type]
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or name not in fields:
+            raise ValueError(f"--option {item!r}: expected name=value with a name among {sorted(fields)}")
+        setattr(cfg, name, _typed(name, getattr(cfg, name), str(fields[name].type), value))
+
+
+def _typed(name: str, current: object, annotation: str, text: str) -> object:
+    """``text`` as the type of the setting (YAML reads 3e-4 as a string); a
+    setting that is None now takes the type its annotation names."""
     import yaml
 
     try:
@@ -136,13 +142,15 @@ def _typed(name: str, current: object, text: str) -> object:
             if not isinstance(v, bool):
                 raise ValueError
             return v
-        if isinstance(current, int):
+        if (current is None or "None" in annotation) and text.strip().lower() in ("none", "null"):
+            return None
+        if isinstance(current, int) or current is None and annotation.startswith("int"):
             return int(text)
-        if isinstance(current, float) or current is None and name in ("minutes", "horizon_max_h"):
+        if isinstance(current, float) or current is None and annotation.startswith("float"):
             return float(text)
         return yaml.safe_load(text)
     except ValueError:
-        raise ValueError(f"--option {name}={text}: expected a value like {current!r}") from None
+        raise ValueError(f"--option {name}={text}: expected a value like {current!r} ({annotation})") from None
 
 
 AGENTS = {"hrl": "hrlsched.agent.train", "dl2": "hrlsched.agent.dl2", "harmony": "hrlsched.agent.harmony"}
