@@ -40,7 +40,7 @@ from pathlib import Path
 import numpy as np
 
 RIVALS = ["dl2", "harmony"]
-HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "tetris", "tiresias-gittins", "fifo"]
+HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins", "fifo"]
 SCENARIOS: dict[str, tuple[str, list[str]]] = {
     "default": ("default", []),
     "comm": ("default", ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches_per_socket=1",

@@ -2,7 +2,9 @@
 beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
 
 - DL2 (allocation) against DRF on ``default`` (the paper: -44% average JCT
-  against DRF on its testbed);
+  against DRF on its testbed), DRF placed by ``pack`` (its registered
+  placement) and by ``balance`` (DL2's own least-loaded rule, so that only
+  the allocations differ);
 - Harmony (placement; each job's workers and PSs as requested, as
   ``fifo``) against ``fifo+pack`` and ``fifo+random`` on ``comm``
   (``default`` with 10 Gbit/s NICs and PCIe switches shared by 4 GPUs, as
@@ -25,7 +27,7 @@ COMM = ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches
         "cluster.server_groups.0.gpus_per_switch=4"]
 MATCHES: dict[str, tuple[str, list[str], str, list[str]]] = {
     # name: (scenario, overrides, learned policy, baselines)
-    "dl2": ("default", [], "dl2", ["drf"]),
+    "dl2": ("default", [], "dl2", ["drf", "drf+balance"]),
     "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+random"]),
 }
 

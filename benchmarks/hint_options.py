@@ -1,0 +1,102 @@
+"""The agent's hint alone under other options, on workloads the agent is not
+evaluated on: ``optimus`` with the options of ``Optimus`` (remaining_weight,
+keep_s, worker counts on the agent's menu) and ``pack`` placing, beside the
+heuristics that lead on real traces (``srtf``; ``srtf-est``, the same rule on
+users' estimates; ``drf``). A tool for choosing the hint's options across
+workload families (the ``tune`` search runs on
+``default``'s generator only); it reads training seeds (>= 1000) and, by
+default, the Pollux workloads other than workload 6, which the quality
+benchmark evaluates on.
+
+    .venv/bin/python benchmarks/hint_options.py [--runs default:1000-1004 --runs pollux-w1:1000 ...]
+        [--options a=1,h=3000,menu --options a=1.5,h=0 ...]
+
+Each option set is ``a=<remaining_weight>,h=<keep_s>[,menu]``; ``menu``
+limits the worker counts to the agent's menu (``candidates.WORKER_OPTIONS``).
+Prints the mean average JCT (hours) per workload family and option set.
+"""
+
+from __future__ import annotations
+
+import argparse
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+
+DEFAULT_RUNS = ["default:1000-1004"] + [f"pollux-w{w}:1000" for w in (1, 2, 3, 4, 5, 7, 8)]
+DEFAULT_OPTIONS = ["a=1,h=3000,menu", "a=1,h=0,menu", "a=1.5,h=0", "a=1.5,h=3000,menu"]
+REFERENCES = ["srtf", "srtf-est", "drf"]
+
+
+def parse_runs(items: list[str]) -> list[tuple[str, int]]:
+    out = []
+    for item in items:
+        scen, _, seeds = item.partition(":")
+        lo, _, hi = (seeds or "1000").partition("-")
+        for s in range(int(lo), int(hi or lo) + 1):
+            if s < 1000:
+                raise SystemExit(f"--runs {item}: seed {s} is an evaluation seed (0-999 reserved here); use >= 1000")
+            out.append((scen, s))
+    return out
+
+
+def parse_options(text: str) -> dict:
+    from hrlsched.envs.candidates import WORKER_OPTIONS
+
+    opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}
+    for part in text.split(","):
+        key, _, value = part.partition("=")
+        if key == "a":
+            opts["remaining_weight"] = float(value)
+        elif key == "h":
+            opts["keep_s"] = float(value)
+        elif key == "menu" and not value:
+            opts["worker_counts"] = list(WORKER_OPTIONS)
+        else:
+            raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds> or menu")
+    return opts
+
+
+def avg_jct_h(scen: str, seed: int, policy: str, opts: dict | None) -> float:
+    from hrlsched.config import resolve_run_config
+    from hrlsched.policies.base import ComposedScheduler
+    from hrlsched.policies.optimus import Optimus
+    from hrlsched.policies.registry import PLACEMENTS
+    from hrlsched.run import simulate
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    if opts is None:
+        res = simulate(resolve_run_config(scen, policy, seed))
+    else:
+        b = build_scenario(resolve_run_config(scen, None, None).scenario, seed)
+        sched = ComposedScheduler(Optimus(**opts), PLACEMENTS["pack"].factory())
+        res = Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=seed, predictor=b.predictor).run()
+    return float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs]))) / 3600
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", action="append", help="SCENARIO:SEEDS (e.g. default:1000-1004; repeatable)")
+    ap.add_argument("--options", action="append", help="an option set, e.g. a=1,h=3000,menu (repeatable)")
+    ap.add_argument("--workers", type=int, default=2)
+    args = ap.parse_args()
+    runs = parse_runs(args.runs or DEFAULT_RUNS)
+    rows = [(r, None) for r in REFERENCES] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
+    jobs = [(s, seed, name, opts) for name, opts in rows for s, seed in runs]
+    with ProcessPoolExecutor(args.workers) as ex:
+        got = list(ex.map(avg_jct_h, *zip(*[(s, seed, name, opts) for s, seed, name, opts in jobs])))
+    families = list(dict.fromkeys("pollux" if s.startswith("pollux") else s for s, _ in runs))
+    table: dict[str, dict[str, list[float]]] = {name: {f: [] for f in families} for name, _ in rows}
+    for (s, _, name, _), v in zip(jobs, got):
+        table[name]["pollux" if s.startswith("pollux") else s].append(v)
+    print("mean avg JCT (h) over " + ", ".join(f"{s}:{seed}" for s, seed in runs))
+    print("| hint options (optimus + pack) | " + " | ".join(families) + " |")
+    print("|---" * (len(families) + 1) + "|")
+    for name, _ in rows:
+        label = name if name in REFERENCES else f"optimus({name})"
+        print(f"| {label} | " + " | ".join(f"{np.mean(table[name][f]):.3f}" for f in families) + " |")
+
+
+if __name__ == "__main__":
+    main()
