@@ -22,6 +22,7 @@ from hrlsched.envs import (
     WorkloadPool,
 )
 from hrlsched.envs.board import PlacementIndex, crossed_links, link_layout
+from hrlsched.envs.decision import DYN_COLUMNS
 from hrlsched.sim.engine import Simulator
 from tests.test_envs import SMALL, open_choices
 
@@ -263,6 +264,16 @@ def test_allocation_choice_is_the_light_observation() -> None:
             for got, want in ((cluster, obs["cluster"]), (context, obs["context"]), (candidates, obs["candidates"]),
                               (valid, np.flatnonzero(obs["action_mask"]))):
                 np.testing.assert_array_equal(got, want)
+            # the valid rows in two parts: the fixed one (kept: read-only) and this choice's columns
+            k2, cluster2, context2, base, dyn, ix = dp.allocation_rows()
+            assert k2 == k and not base.flags.writeable and base.shape == (valid.size, candidates.shape[1])
+            np.testing.assert_array_equal(ix, valid)
+            np.testing.assert_array_equal(cluster2, cluster)
+            np.testing.assert_array_equal(context2, context)
+            assert not base[:, list(DYN_COLUMNS)].any()
+            rows = base.copy()
+            rows[:, list(DYN_COLUMNS)] = dyn
+            np.testing.assert_array_equal(rows, candidates[valid])
             more = dp.act(int(valid[rng.integers(valid.size)]))
             checked += 1
         view = sim.step(dp.decision()).view

@@ -46,6 +46,10 @@ from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 
 ALLOCATE, PLACE = 0, 1
+# The candidate columns that change from one choice to the next (``_candidate_rows``'s ``dyn``):
+# speed over the request, hours to finish, servers spanned, share of the free GPUs, hint.
+DYN_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in (
+    "speed_vs_requested", "log_hours_to_finish", "servers_spanned", "share_of_free_gpus", "is_hint"))
 
 
 class InvalidActionError(ValueError):
@@ -189,7 +193,8 @@ class DecisionPoint:
         self._cand_static = cs
         self._no_restart = np.zeros(t.size)
         self._restart_sets: dict[tuple, np.ndarray] = {}
-        self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
+        self._share: dict[tuple, list[float]] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
+        self._spanned: dict[tuple, tuple[np.ndarray, list[float]]] = {}  # servers spanned / 4 on the valid slots
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
@@ -391,6 +396,19 @@ class DecisionPoint:
         if not self._prepared:
             self._prepare()
         return self.k, self._cluster_row(), self._context_row(), self._candidate_matrix(), self._valid_set[1]
+
+    def allocation_rows(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``allocation_choice`` with the candidate rows of the valid slots
+        only, in ``_candidate_rows``'s two parts: (the current job's index,
+        the cluster row, the context row, ``base``, ``dyn``, the valid
+        actions' indices). A scorer that keeps what it computes of ``base``
+        (the same object again while the key is unchanged) redoes per choice
+        only the columns ``DYN_COLUMNS``. Only in an allocation phase."""
+        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
+        if not self._prepared:
+            self._prepare()
+        base, dyn, ix = self._candidate_rows()
+        return self.k, self._cluster_row(), self._context_row(), base, dyn, ix
 
     def mask(self) -> np.ndarray:
         """Valid actions of the current choice (int8, ``n_actions``)."""
@@ -834,19 +852,32 @@ class DecisionPoint:
         return np.where(valid, self._slot_speed_vector(k, np.flatnonzero(valid)), 0.0)
 
     def _candidate_matrix(self) -> np.ndarray:
-        """The candidate rows of the current job; only the valid slots are
-        computed (a handful), the others stay zero."""
+        """The candidate rows of the current job (``t.size`` rows); only the
+        valid slots are computed (``_candidate_rows``), the others stay zero."""
+        base, dyn, ix = self._candidate_rows()
+        sub = base.copy()
+        sub[:, DYN_COLUMNS] = dyn
+        out = np.zeros((self.table.size, sub.shape[1]), dtype=np.float32)
+        out[ix] = sub
+        return out
+
+    def _candidate_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current job's candidate rows on its valid slots ``ix`` (index
+        array, ascending) in two parts: ``base``, the rows with the columns
+        ``DYN_COLUMNS`` zero, which depends only on the valid slots, the job's
+        current allocation and restart delay (one array per such key, kept:
+        the same object again; read-only), and ``dyn`` (float32, one row per
+        valid slot), those columns (speed over the request, hours to finish,
+        servers spanned, share of the free GPUs, hint) for this choice. The
+        rows are ``base`` with ``dyn`` written into ``DYN_COLUMNS``, clipped
+        at ``F.BIG``."""
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
         idx, ix, static, _ = self._valid_set
         cur = view.jobs[k]
         cur_pl = view.placements[k]
-        req = float(self._req_speed[k])
-        rem = float(view.remaining[k])
         prof = self.profiles[cur.model]
-        # What depends only on the valid slots, the job's current allocation and its
-        # restart delay (the static columns, keep's, restarts and their cost): made once per key.
         now = None if cur_pl is None else (cur_pl.n_workers, cur_pl.n_ps, cur.arch == "ps", cur.mode == "async")
         bkey = (self._vk, now, prof.restart_s)
         base = self._cand_base.get(bkey)
@@ -857,12 +888,15 @@ class DecisionPoint:
                 base[1, 3:7] = (now[0] / F.WORKER_SCALE, now[1] / F.WORKER_SCALE, now[2], now[3])
             base[:, 9] = self._restarts(cur, cur_pl)[ix]
             base[:, 13] = base[:, 9] * (prof.restart_s / F.RESTART_SCALE)
+            np.minimum(base, F.BIG, out=base)
+            base.flags.writeable = False
             if len(self._cand_base) > 4096:
                 self._cand_base.clear()
             self._cand_base[bkey] = base
-        sub = base.copy()
         sv = self._valid_slot_speeds(k, ix)
         free = max(self.board.free_slots(), 1)
+        # servers spanned and share of the free GPUs on the valid slots, as Python lists kept
+        # per (servers array, valid slots) and (free GPUs, valid slots)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
         if servers is None:
@@ -872,21 +906,28 @@ class DecisionPoint:
                     self._servers.clear()
                 self._servers[skey] = servers
         if servers is None:
-            servers = np.zeros(t.size)
-            for c in idx[1:]:
-                if c == KEEP:
-                    continue
-                pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
-                assert pl is not None
-                servers[c] = np.count_nonzero(self._index.get(pl)[4])
-        sub[:, 10] = servers[ix]
-        sub[0, 10] = 0.0  # wait (always valid: the first row)
-        share = self._share.get(free)
+            spanned = [0.0] * len(idx)
+            for i, c in enumerate(idx):
+                if c > KEEP:
+                    pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
+                    assert pl is not None
+                    spanned[i] = np.count_nonzero(self._index.get(pl)[4]) / 4.0
+        else:
+            e = self._spanned.get((id(servers), self._vk))
+            if e is None or e[0] is not servers:  # holds the array: its id is not reused while here
+                if len(self._spanned) > 4096:
+                    self._spanned.clear()
+                e = self._spanned[(id(servers), self._vk)] = (servers, [x / 4.0 for x in servers[ix].tolist()])
+            spanned = list(e[1])
+            spanned[0] = 0.0  # wait (always valid: the first row)
+        share = self._share.get((free, self._vk))
         if share is None:
-            share = self._share[free] = self._tw / free
-        sub[:, 11] = share[ix]
+            if len(self._share) > 4096:
+                self._share.clear()
+            share = self._share[(free, self._vk)] = [x / free for x in self._tw[ix].tolist()]
         if valid[KEEP]:  # the second row
             assert cur_pl is not None
+            share = list(share)
             cw = cur_pl.n_workers
             if view.speed[k] > 0:
                 x = float(view.speed[k])
@@ -895,13 +936,15 @@ class DecisionPoint:
                 sv[1] = x
             else:
                 sv[1] = self._speed(cur, cw, cur_pl.n_ps, int(view.batch_sizes[k]))
-            sub[1, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
-            sub[1, 11] = cw / free
+            spanned[1] = np.count_nonzero(self._index.get(cur_pl)[4]) / 4.0
+            share[1] = cw / free
         # speed over the request, hours to finish
-        req = max(req, 1e-12)
-        sub[:, 7] = [x / req for x in sv]
-        sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        sub[:, 10] /= 4.0
+        req = max(float(self._req_speed[k]), 1e-12)
+        rem = float(view.remaining[k])
+        log1p, hour = math.log1p, F.HOUR
+        dyn = np.array([(x / req, log1p(rem / max(x, 1e-12) / hour) if x > 0 else 0.0, s, f, 0.0)
+                        for x, s, f in zip(sv, spanned, share)], dtype=np.float32)
+        np.minimum(dyn, F.BIG, out=dyn)
         al = self._hints.get(cur.job_id)
         hint = -1
         if al is not None:
@@ -919,12 +962,9 @@ class DecisionPoint:
                                                           MODES.index(mode), keep)
         elif self.hint_policy is not None:
             hint = WAIT
-        np.minimum(sub, F.BIG, out=sub)
-        out = np.zeros((t.size, sub.shape[1]), dtype=np.float32)
-        out[ix] = sub
-        if hint >= 0:  # a valid slot (wait, keep or a valid candidate)
-            out[hint, 12] = 1.0
-        return out
+        if hint >= 0:  # a valid slot (wait, keep or a valid candidate): its row
+            dyn[bisect.bisect_left(idx, hint), 4] = 1.0
+        return base, dyn, ix
 
     def _valid_slot_speeds(self, k: int, ix: np.ndarray) -> list[float]:
         """``_slot_speed_vector`` on the valid slots ``ix`` (a fresh list; wait and
