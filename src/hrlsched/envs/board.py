@@ -280,6 +280,10 @@ class PlacementIndex:
         self._by_id[id(pl)] = (pl, v)  # holds ``pl``, so its id is not reused while it is here
         return v
 
+    def spanned(self, pl: Placement) -> int:
+        """Servers holding workers of ``pl``."""
+        return sum(1 for _, w, _ in self.get(pl)[9] if w)
+
     def _make(self, pl: Placement) -> tuple:
         gpus, socks = pl.gpus, pl.ps_sockets
         per_gpu: dict[int, int] = {}

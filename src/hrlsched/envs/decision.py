@@ -193,8 +193,8 @@ class DecisionPoint:
         self._cand_static = cs
         self._no_restart = np.zeros(t.size)
         self._restart_sets: dict[tuple, np.ndarray] = {}
-        self._share: dict[tuple, list[float]] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
-        self._spanned: dict[tuple, tuple[np.ndarray, list[float]]] = {}  # servers spanned / 4 on the valid slots
+        self._share: dict[tuple, np.ndarray] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
+        self._spanned: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # servers spanned / 4 on the valid slots
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
@@ -227,7 +227,7 @@ class DecisionPoint:
         self._speed_cache: dict[tuple, float] = {}
         self._facts: dict[tuple, tuple[float, ...]] = {}
         self._slot_speed: dict[tuple[int, int], np.ndarray] = {}
-        self._valid_speeds: dict[tuple[int, int, bytes], list[float]] = {}
+        self._valid_speeds: dict[tuple[int, int, bytes], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
         self.rescues = 0
@@ -312,6 +312,10 @@ class DecisionPoint:
             self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
         self._rows.point(view)
         self._rows_dirty = True
+        # per job, as Python numbers (read once per choice)
+        self._req_l = self._req_speed.tolist()
+        self._rem_l, self._speed_l = view.remaining.tolist(), view.speed.tolist()
+        self._bs_l = view.batch_sizes.tolist()
         self._cluster_point = (
             float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
             sum(p is None for p in view.placements) / self.max_jobs,
@@ -790,6 +794,7 @@ class DecisionPoint:
     def _job_matrix(self, view: ClusterView, n: int) -> np.ndarray:
         out = np.zeros((self.max_jobs, len(F.JOB_FEATURES)), dtype=np.float32)
         if n == 0:
+            self._req_speed = np.zeros(0)
             return out
         cache, rows = self._facts, []
         need = []  # the speeds the missing facts need, in one call
@@ -893,10 +898,11 @@ class DecisionPoint:
             if len(self._cand_base) > 4096:
                 self._cand_base.clear()
             self._cand_base[bkey] = base
-        sv = self._valid_slot_speeds(k, ix)
+        req = max(self._req_l[k], 1e-12)
+        rate, safe, pos = self._valid_slot_terms(k, ix, req)
         free = max(self.board.free_slots(), 1)
-        # servers spanned and share of the free GPUs on the valid slots, as Python lists kept
-        # per (servers array, valid slots) and (free GPUs, valid slots)
+        # servers spanned (/ 4) and share of the free GPUs on the valid slots, kept per
+        # (servers array, valid slots) and (free GPUs, valid slots)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
         if servers is None:
@@ -906,7 +912,7 @@ class DecisionPoint:
                     self._servers.clear()
                 self._servers[skey] = servers
         if servers is None:
-            spanned = [0.0] * len(idx)
+            spanned = np.zeros(len(idx))
             for i, c in enumerate(idx):
                 if c > KEEP:
                     pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
@@ -917,33 +923,41 @@ class DecisionPoint:
             if e is None or e[0] is not servers:  # holds the array: its id is not reused while here
                 if len(self._spanned) > 4096:
                     self._spanned.clear()
-                e = self._spanned[(id(servers), self._vk)] = (servers, [x / 4.0 for x in servers[ix].tolist()])
-            spanned = list(e[1])
-            spanned[0] = 0.0  # wait (always valid: the first row)
+                sp = servers[ix] / 4.0
+                sp[0] = 0.0  # wait (always valid: the first row)
+                e = self._spanned[(id(servers), self._vk)] = (servers, sp)
+            spanned = e[1]
         share = self._share.get((free, self._vk))
         if share is None:
             if len(self._share) > 4096:
                 self._share.clear()
-            share = self._share[(free, self._vk)] = [x / free for x in self._tw[ix].tolist()]
-        if valid[KEEP]:  # the second row
+            share = self._share[(free, self._vk)] = self._tw[ix] / free
+        # speed over the request, hours to finish (0 where no speed), servers, share, hint:
+        # the same IEEE operations per element as one by one
+        rem = self._rem_l[k]
+        hours = rem / safe
+        hours /= F.HOUR
+        np.log1p(hours, out=hours)
+        hours *= pos
+        dyn = np.empty((len(idx), len(DYN_COLUMNS)), dtype=np.float32)
+        dyn[:, 0] = rate
+        dyn[:, 1] = hours
+        dyn[:, 2] = spanned
+        dyn[:, 3] = share
+        dyn[:, 4] = 0.0
+        if valid[KEEP]:  # the second row: the job's own allocation
             assert cur_pl is not None
-            share = list(share)
             cw = cur_pl.n_workers
-            if view.speed[k] > 0:
-                x = float(view.speed[k])
+            x = self._speed_l[k]
+            if x > 0:
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
                     x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
-                sv[1] = x
             else:
-                sv[1] = self._speed(cur, cw, cur_pl.n_ps, int(view.batch_sizes[k]))
-            spanned[1] = np.count_nonzero(self._index.get(cur_pl)[4]) / 4.0
-            share[1] = cw / free
-        # speed over the request, hours to finish
-        req = max(float(self._req_speed[k]), 1e-12)
-        rem = float(view.remaining[k])
-        log1p, hour = math.log1p, F.HOUR
-        dyn = np.array([(x / req, log1p(rem / max(x, 1e-12) / hour) if x > 0 else 0.0, s, f, 0.0)
-                        for x, s, f in zip(sv, spanned, share)], dtype=np.float32)
+                x = self._speed(cur, cw, cur_pl.n_ps, self._bs_l[k])
+            dyn[1, 0] = x / req
+            dyn[1, 1] = math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0
+            dyn[1, 2] = self._index.spanned(cur_pl) / 4.0
+            dyn[1, 3] = cw / free
         np.minimum(dyn, F.BIG, out=dyn)
         al = self._hints.get(cur.job_id)
         hint = -1
@@ -966,17 +980,24 @@ class DecisionPoint:
             dyn[bisect.bisect_left(idx, hint), 4] = 1.0
         return base, dyn, ix
 
-    def _valid_slot_speeds(self, k: int, ix: np.ndarray) -> list[float]:
-        """``_slot_speed_vector`` on the valid slots ``ix`` (a fresh list; wait and
-        keep 0); once priced, a slot's speed never changes, so the list is kept
-        per job, batch size and valid slots."""
+    def _valid_slot_terms(self, k: int, ix: np.ndarray, req: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_slot_speed_vector`` on the valid slots ``ix`` (wait and keep 0) as
+        the candidate rows use it: (speeds over ``req``, speeds at least
+        1e-12 where positive, 1 where a speed is positive else 0), read-only. Once priced, a
+        slot's speed never changes, so they are kept per job, batch size and
+        valid slots (and made again if the request's speed differs)."""
         view = self.view
         assert view is not None
-        key = (view.jobs[k].job_id, int(view.batch_sizes[k]), self._vk)
+        key = (view.jobs[k].job_id, self._bs_l[k], self._vk)
         v = self._valid_speeds.get(key)
-        if v is None:
-            v = self._valid_speeds[key] = self._slot_speed_vector(k, ix)[ix].tolist()
-        return list(v)
+        if v is None or v[0] != req:
+            sv = self._slot_speed_vector(k, ix)[ix]
+            pos = sv > 0  # (where not, any finite divisor: its hours are multiplied by 0)
+            v = (req, sv / req, np.where(pos, np.maximum(sv, 1e-12), 1.0), pos.astype(float))
+            for a in v[1:]:
+                a.flags.writeable = False
+            self._valid_speeds[key] = v
+        return v[1], v[2], v[3]
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""
