@@ -368,10 +368,11 @@ class DecisionPoint:
         board, n, k = self.board, self.n_dec, self.k
         if self._cluster_board[0] != board.version:
             topo, occ = self.topo, board.occ
+            add = np.add.reduce  # ``ndarray.sum``'s reduction, without its Python wrapper
             self._cluster_board = (board.version, (
                 board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / self._cores_total,
-                occ.mem_free.sum() / self._mem_total,
+                add(occ.cores_free) / self._cores_total,
+                add(occ.mem_free) / self._mem_total,
             ))
         t_h, active, queued, idle = self._cluster_point
         free, cores, mem = self._cluster_board[1]
