@@ -230,6 +230,7 @@ class DecisionPoint:
         self._valid_speeds: dict[tuple[int, int, bytes], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
+        self._past = (-1, 0.0)  # (decisions, their feature)
         self.rescues = 0
         self.view = None
 
@@ -376,8 +377,11 @@ class DecisionPoint:
             ))
         t_h, active, queued, idle = self._cluster_point
         free, cores, mem = self._cluster_board[1]
-        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
-                         np.log1p(self.decisions)], dtype=np.float32)
+        if self._past[0] != self.decisions:  # the points decided so far, as a feature (once per point)
+            self._past = (self.decisions, float(np.log1p(self.decisions)))
+        past = self._past[1]
+        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs, past],
+                        dtype=np.float32)
 
     def _context_row(self) -> np.ndarray:
         ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
