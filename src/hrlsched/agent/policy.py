@@ -113,7 +113,7 @@ class HRLScheduler(Scheduler):
                 encoded = True
             k, cluster, context, base, dyn, ix = dp.allocation_rows()
             # the first most probable valid action (as an argmax over the masked logits)
-            more = dp.act(int(ix[np.argmax(scorer.score(k, cluster, context, base, dyn, ix))]))
+            more = dp.act(int(ix[scorer.score(k, cluster, context, base, dyn, ix).argmax()]))
             self.steps += 1
         return dp.decision()
 

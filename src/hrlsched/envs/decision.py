@@ -317,6 +317,15 @@ class DecisionPoint:
         self._req_l = self._req_speed.tolist()
         self._rem_l, self._speed_l = view.remaining.tolist(), view.speed.tolist()
         self._bs_l = view.batch_sizes.tolist()
+        # the statistical efficiency of the running async jobs at their placements (their
+        # keep rows' progress), in one call of the performance model: one value per job
+        jobs, pls = view.jobs, view.placements
+        ks = [k for k in range(n) if pls[k] is not None and jobs[k].mode == "async" and self._speed_l[k] > 0]
+        self._keep_eff: dict[int, float] = {}
+        if ks:
+            eff = view.perf.efficiency([jobs[k] for k in ks], [pls[k] for k in ks], view.batch_sizes[ks],
+                                       np.zeros(len(ks)))
+            self._keep_eff = dict(zip(ks, np.asarray(eff, dtype=float).tolist()))
         self._cluster_point = (
             float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
             sum(p is None for p in view.placements) / self.max_jobs,
@@ -956,7 +965,7 @@ class DecisionPoint:
             x = self._speed_l[k]
             if x > 0:
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
-                    x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                    x *= self._keep_eff[k]
             else:
                 x = self._speed(cur, cw, cur_pl.n_ps, self._bs_l[k])
             dyn[1, 0] = x / req
