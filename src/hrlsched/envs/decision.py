@@ -195,6 +195,7 @@ class DecisionPoint:
         self._restart_sets: dict[tuple, np.ndarray] = {}
         self._share: dict[tuple, np.ndarray] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
         self._spanned: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # servers spanned / 4 on the valid slots
+        self._zeros: dict[int, np.ndarray] = {}  # a zero column per number of valid slots
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
@@ -888,8 +889,9 @@ class DecisionPoint:
         the same object again; read-only), and ``dyn`` (float32, one row per
         valid slot), those columns (speed over the request, hours to finish,
         servers spanned, share of the free GPUs, hint) for this choice. The
-        rows are ``base`` with ``dyn`` written into ``DYN_COLUMNS``, clipped
-        at ``F.BIG``."""
+        rows are ``base`` with ``dyn`` written into ``DYN_COLUMNS``; both are
+        clipped at ``F.BIG`` (each part where it is made: a float32 rounding
+        and the clip commute)."""
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
@@ -931,13 +933,13 @@ class DecisionPoint:
                 if c > KEEP:
                     pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
                     assert pl is not None
-                    spanned[i] = np.count_nonzero(self._index.get(pl)[4]) / 4.0
+                    spanned[i] = min(np.count_nonzero(self._index.get(pl)[4]) / 4.0, F.BIG)
         else:
             e = self._spanned.get((id(servers), self._vk))
             if e is None or e[0] is not servers:  # holds the array: its id is not reused while here
                 if len(self._spanned) > 4096:
                     self._spanned.clear()
-                sp = servers[ix] / 4.0
+                sp = np.minimum(servers[ix] / 4.0, F.BIG)
                 sp[0] = 0.0  # wait (always valid: the first row)
                 e = self._spanned[(id(servers), self._vk)] = (servers, sp)
             spanned = e[1]
@@ -945,7 +947,7 @@ class DecisionPoint:
         if share is None:
             if len(self._share) > 4096:
                 self._share.clear()
-            share = self._share[(free, self._vk)] = self._tw[ix] / free
+            share = self._share[(free, self._vk)] = np.minimum(self._tw[ix] / free, F.BIG)
         # speed over the request, hours to finish (0 where no speed), servers, share, hint:
         # the same IEEE operations per element as one by one
         rem = self._rem_l[k]
@@ -953,12 +955,14 @@ class DecisionPoint:
         hours /= F.HOUR
         np.log1p(hours, out=hours)
         hours *= pos
-        dyn = np.empty((len(idx), len(DYN_COLUMNS)), dtype=np.float32)
-        dyn[:, 0] = rate
-        dyn[:, 1] = hours
-        dyn[:, 2] = spanned
-        dyn[:, 3] = share
-        dyn[:, 4] = 0.0
+        if not rem < 1e290:  # only then can the log of a finite quotient exceed BIG (about 710 at most)
+            np.minimum(hours, F.BIG, out=hours)
+        zero = self._zeros.get(len(idx))
+        if zero is None:
+            zero = self._zeros[len(idx)] = np.zeros(len(idx))
+            zero.flags.writeable = False
+        # made column by column in one call (its transpose: the rows, as a view)
+        dyn = np.array((rate, hours, spanned, share, zero), dtype=np.float32).T
         if valid[KEEP]:  # the second row: the job's own allocation
             assert cur_pl is not None
             cw = cur_pl.n_workers
@@ -968,11 +972,9 @@ class DecisionPoint:
                     x *= self._keep_eff[k]
             else:
                 x = self._speed(cur, cw, cur_pl.n_ps, self._bs_l[k])
-            dyn[1, 0] = x / req
-            dyn[1, 1] = math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0
-            dyn[1, 2] = self._index.spanned(cur_pl) / 4.0
-            dyn[1, 3] = cw / free
-        np.minimum(dyn, F.BIG, out=dyn)
+            big = F.BIG
+            dyn[1, :4] = (min(x / req, big), min(math.log1p(rem / max(x, 1e-12) / F.HOUR), big) if x > 0 else 0.0,
+                          min(self._index.spanned(cur_pl) / 4.0, big), min(cw / free, big))
         al = self._hints.get(cur.job_id)
         hint = -1
         if al is not None:
@@ -1007,7 +1009,7 @@ class DecisionPoint:
         if v is None or v[0] != req:
             sv = self._slot_speed_vector(k, ix)[ix]
             pos = sv > 0  # (where not, any finite divisor: its hours are multiplied by 0)
-            v = (req, sv / req, np.where(pos, np.maximum(sv, 1e-12), 1.0), pos.astype(float))
+            v = (req, np.minimum(sv / req, F.BIG), np.where(pos, np.maximum(sv, 1e-12), 1.0), pos.astype(float))
             for a in v[1:]:
                 a.flags.writeable = False
             self._valid_speeds[key] = v
