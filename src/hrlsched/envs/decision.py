@@ -202,6 +202,8 @@ class DecisionPoint:
         self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cand_base: dict[tuple, np.ndarray] = {}  # the candidate rows' fixed part (``_candidate_matrix``)
         self._menu_ps: dict[tuple, bool] = {}
+        self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
+        self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -596,8 +598,22 @@ class DecisionPoint:
         # (not on the PS room where the menu's open slots have no PS).
         room = feas.worker_room(board, cur)  # workers use the same resources in every variant
         menu = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        # The rules compare the room with each slot's workers, and the PS room left with each
+        # slot's PSs: beyond the menu's largest need, more room decides the same, so the key
+        # holds the room up to that need (more choices find their rules already made).
+        most = self._menu_most.get(menu)
+        if most is None:
+            slots = self._slots(cur, base)
+            most = self._menu_most[menu] = int(t.workers[slots].max()) if slots.size else 0
+        room = min(room, most)
         if feas.fill and self._slots_with_ps(menu):
-            key = (*menu, room, *feas.ps_room(board, cur))
+            total, per = feas.ps_room(board, cur)
+            need = self._ps_most.get((menu, per))
+            if need is None:  # integers (``per`` is): exact
+                slots = self._slots(cur, base)
+                need = self._ps_most[(menu, per)] = float(np.max(t.ps[slots] + per * t.workers[slots])) \
+                    if slots.size else 0.0
+            key = (*menu, room, min(total, need), per)
         else:
             key = (*menu, room)
         v = self._slot_rules.get(key)
