@@ -98,6 +98,8 @@ class _Occupancy(Occupancy):
         r = self._rooms.get(job.model)
         if r is None:
             r = self._rooms[job.model] = ModelRoom(self, self._profiles[job.model], job)
+        elif r.pos == len(self._log) and r.bulk == self._bulk and r._exact:  # up to date (``sync``'s no-op)
+            return r
         r.sync(self)
         return r
 
