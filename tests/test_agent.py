@@ -130,6 +130,21 @@ def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) ->
     assert gaps > 0  # the gap term was in play (open jobs: other architectures or modes at the hint's size)
 
 
+def test_job_encoder_without_padding_equals_the_padded_encoding() -> None:
+    """With nothing padded the job encoder's attention runs without a mask
+    (the plain softmax, much faster on a CPU): the same embeddings as the
+    same jobs among padding rows, up to float rounding; padding rows are 0."""
+    torch.manual_seed(0)
+    enc = HRLNet(SMALL_NET).jobs
+    x = torch.randn(2, 7, len(F.JOB_FEATURES))
+    padded = torch.cat([x, torch.randn(2, 3, len(F.JOB_FEATURES))], 1)
+    mask = torch.tensor([[True] * 7 + [False] * 3] * 2)
+    with torch.no_grad():
+        alone, among = enc(x, torch.ones(2, 7, dtype=torch.bool)), enc(padded, mask)
+    torch.testing.assert_close(alone, among[:, :7], atol=1e-5, rtol=1e-5)
+    assert not among[:, 7:].any()
+
+
 def test_behaviour_cloning_lowers_the_imitation_loss() -> None:
     torch.manual_seed(0)
     data = run(RolloutSpec("all", tiny_kwargs(), 1000, [0], act="teacher", label=True))
