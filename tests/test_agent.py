@@ -102,6 +102,7 @@ def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) ->
         assert set(light) < set(full)
         if dp.decisions != point:  # a new decision point: encode it once
             point, enc = dp.decisions, net.encode(full)
+            scorer.point(enc["hj"][0].detach().numpy(), enc["pooled"][0].detach().numpy())
         a_full, v_full = net(full, part="allocate")
         a_light, v_light = net.heads(light, enc, part="allocate")
         assert torch.allclose(a_full, a_light, atol=1e-5) and torch.allclose(v_full, v_light, atol=1e-5)
@@ -109,6 +110,13 @@ def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) ->
         cur = enc["hj"][0, int(np.flatnonzero(o["current_job"])[0])].detach().numpy()
         fast = scorer(o["cluster"], o["context"], enc["pooled"][0].detach().numpy(), cur, o["candidates"])
         np.testing.assert_allclose(fast, a_full[0].detach().numpy(), rtol=1e-4, atol=1e-4)
+        # the split scorer (per point, per job, per choice) on the valid rows: the same logits
+        # up to float32 rounding (its sums are taken in another order)
+        k, cluster, context, base, dyn, ix = dp.allocation_rows()
+        np.testing.assert_array_equal(ix, np.flatnonzero(o["action_mask"]))
+        split = scorer.score(k, cluster, context, base, dyn, ix)
+        np.testing.assert_allclose(split, fast[ix], rtol=1e-5, atol=1e-5)
+        assert int(ix[np.argmax(split)]) == int(ix[np.argmax(fast[ix])])
         gaps += bool(np.any(hint_speed_gap_np(o["candidates"]) != 0))
         checked += 1
         mask = obs["action_mask"].astype(bool)
@@ -120,6 +128,21 @@ def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) ->
             break
     assert checked > 20 and point > 2 and hinted > 0
     assert gaps > 0  # the gap term was in play (open jobs: other architectures or modes at the hint's size)
+
+
+def test_job_encoder_without_padding_equals_the_padded_encoding() -> None:
+    """With nothing padded the job encoder's attention runs without a mask
+    (the plain softmax, much faster on a CPU): the same embeddings as the
+    same jobs among padding rows, up to float rounding; padding rows are 0."""
+    torch.manual_seed(0)
+    enc = HRLNet(SMALL_NET).jobs
+    x = torch.randn(2, 7, len(F.JOB_FEATURES))
+    padded = torch.cat([x, torch.randn(2, 3, len(F.JOB_FEATURES))], 1)
+    mask = torch.tensor([[True] * 7 + [False] * 3] * 2)
+    with torch.no_grad():
+        alone, among = enc(x, torch.ones(2, 7, dtype=torch.bool)), enc(padded, mask)
+    torch.testing.assert_close(alone, among[:, :7], atol=1e-5, rtol=1e-5)
+    assert not among[:, 7:].any()
 
 
 def test_behaviour_cloning_lowers_the_imitation_loss() -> None:

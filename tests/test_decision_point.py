@@ -22,6 +22,7 @@ from hrlsched.envs import (
     WorkloadPool,
 )
 from hrlsched.envs.board import PlacementIndex, crossed_links, link_layout
+from hrlsched.envs.decision import DYN_COLUMNS
 from hrlsched.sim.engine import Simulator
 from tests.test_envs import SMALL, open_choices
 
@@ -252,7 +253,7 @@ def test_allocation_choice_is_the_light_observation() -> None:
     dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
                        hint_options={"remaining_weight": 1.0, "keep_s": 3000.0, "worker_counts": [1, 2, 4, 8]})
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
-    view, rng, checked = sim.reset(3), np.random.default_rng(3), 0
+    view, rng, checked, asyn = sim.reset(3), np.random.default_rng(3), 0, 0
     dp.reset(rng)
     while view is not None:
         more = dp.begin(view)
@@ -263,7 +264,65 @@ def test_allocation_choice_is_the_light_observation() -> None:
             for got, want in ((cluster, obs["cluster"]), (context, obs["context"]), (candidates, obs["candidates"]),
                               (valid, np.flatnonzero(obs["action_mask"]))):
                 np.testing.assert_array_equal(got, want)
+            # the valid rows in two parts: the fixed one (kept: read-only) and this choice's columns
+            k2, cluster2, context2, base, dyn, ix = dp.allocation_rows()
+            assert k2 == k and not base.flags.writeable and base.shape == (valid.size, candidates.shape[1])
+            np.testing.assert_array_equal(ix, valid)
+            np.testing.assert_array_equal(cluster2, cluster)
+            np.testing.assert_array_equal(context2, context)
+            assert not base[:, list(DYN_COLUMNS)].any()
+            rows = base.copy()
+            rows[:, list(DYN_COLUMNS)] = dyn
+            np.testing.assert_array_equal(rows, candidates[valid])
+            cur, pl = view.jobs[k], view.placements[k]
+            if valid.size > 1 and valid[1] == 1 and view.speed[k] > 0:  # keep: the job's measured progress
+                x = float(view.speed[k])
+                if cur.mode == "async":  # (made for all such jobs in one call per point)
+                    x *= float(view.perf.efficiency([cur], [pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
+                    asyn += 1
+                assert dyn[1, 0] == np.float32(min(x / max(float(dp._req_speed[k]), 1e-12), 1e6))
             more = dp.act(int(valid[rng.integers(valid.size)]))
             checked += 1
         view = sim.step(dp.decision()).view
-    assert checked > 20
+    assert checked > 20 and asyn > 0
+
+
+@pytest.mark.parametrize(("placement", "workers", "cores"), [
+    ("pack", (1, 2, 4), 24), ("tiresias", (1, 2), 24), ("pack", (1, 2, 4, 8, 16), 24),
+    ("pack", (1, 2, 4), 3), ("balance", (1, 2), 2),  # few cores: the PS room binds
+])
+def test_candidate_mask_is_what_the_placement_can_place(placement: str, workers: tuple[int, ...], cores: int) -> None:
+    """A candidate slot is valid exactly when the heuristic placement places
+    it on what is left (asked slot by slot), over a whole episode: the rules
+    that decide most slots without asking, kept per room (``_cand_mask``,
+    with the room held only up to the menu's largest need), decide as asking
+    would."""
+    from hrlsched.envs.candidates import KEEP, WAIT
+    from hrlsched.sim.simulation import Simulation
+
+    b = WorkloadPool("default", [3], [*SMALL, "workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.5,0.3,0.2]",
+                                      f"cluster.server_groups.0.cores_per_socket={cores}"],
+                     transform=open_choices).built(3)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs),
+                       placement=placement, skip_forced=False, worker_options=workers)
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view, rng, checked, beyond = sim.reset(3), np.random.default_rng(3), 0, 0
+    dp.reset(rng)
+    t = dp.table
+    while view is not None:
+        more = dp.begin(view)
+        while more:
+            k, mask = dp.k, dp.mask()[: t.size].astype(bool)
+            cur, pl = view.jobs[k], view.placements[k]
+            want = np.zeros(t.size, dtype=bool)
+            want[WAIT] = True
+            want[KEEP] = pl is not None and dp.board.fits(cur, pl)
+            for c in dp._slots(cur, dp.base_jobs[cur.job_id]).tolist():
+                job = dp._slot_job(k, c)
+                want[c] = dp.feas.place(view, dp.board, job, int(t.workers[c]), int(t.ps[c])) is not None
+            np.testing.assert_array_equal(mask, want)
+            checked += 1
+            beyond += dp.feas.worker_room(dp.board, cur) > max(workers)  # the key's room held at the menu's most
+            more = dp.act(int(rng.choice(np.flatnonzero(mask))))
+        view = sim.step(dp.decision()).view
+    assert checked > 20 and (beyond > 0 or max(workers) >= 16)

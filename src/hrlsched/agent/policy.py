@@ -28,7 +28,9 @@ from hrlsched.agent.distributions import MaskedCategorical
 from hrlsched.agent.nets import GAP_COLUMNS, GAP_SCALE
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
+from hrlsched.envs.decision import DYN_COLUMNS
 
 SHIPPED = "hrl-default.pt"
 
@@ -95,20 +97,23 @@ class HRLScheduler(Scheduler):
     def _decide_static(self, dp: Any, more: bool) -> Decision:
         """A level-1 network that encodes a point once: the encoding with
         torch, then each job's candidates with the scorer in numpy (the same
-        function, without torch's per-call overhead on a handful of rows)."""
+        function, without torch's per-call overhead on a handful of rows,
+        and with the first layers split into what a point, a job and a
+        choice change: ``CandidateScorer.point`` and ``score``)."""
         if self._scorer is None:
             self._scorer = CandidateScorer(self.net)
-        hj = pooled = None
+        scorer = self._scorer
+        encoded = False
         while more:
-            if hj is None:  # a new point: encode it once
+            if not encoded:  # a new point: encode it once
                 obs = dp.observation()
                 with torch.inference_mode():
                     enc = self.net.encode({k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(obs).items()})
-                hj, pooled = enc["hj"][0].numpy(), enc["pooled"][0].numpy()
-            k, cluster, context, candidates, valid = dp.allocation_choice()
-            logits = self._scorer(cluster, context, pooled, hj[k], candidates)
+                scorer.point(enc["hj"][0].numpy(), enc["pooled"][0].numpy())
+                encoded = True
+            k, cluster, context, base, dyn, ix = dp.allocation_rows()
             # the first most probable valid action (as an argmax over the masked logits)
-            more = dp.act(int(valid[np.argmax(logits[valid])]))
+            more = dp.act(int(ix[scorer.score(k, cluster, context, base, dyn, ix).argmax()]))
             self.steps += 1
         return dp.decision()
 
@@ -116,7 +121,18 @@ class HRLScheduler(Scheduler):
 class CandidateScorer:
     """``HRLNet.heads`` for ``part="allocate"`` in numpy (logits only):
     the global MLP on the cluster and context rows, the pooled encoding and
-    the current job's embedding, then the shared candidate scorer."""
+    the current job's embedding, then the shared candidate scorer.
+
+    ``__call__`` scores all the rows of one choice as the network does.
+    ``point`` and ``score`` compute the same function with the first layer
+    of each MLP split by the inputs' blocks (their weights' rows): what only
+    the point changes (the pooled encoding) and each job's embedding are
+    multiplied once per point, the fixed part of a job's candidate rows once
+    per ``base`` array (``DecisionPoint.allocation_rows``), so a choice costs
+    the cluster and context rows, the global MLP's second layer and the few
+    columns of the rows that change (``DYN_COLUMNS``). The sums are taken in
+    another order, so the logits differ from ``__call__``'s by float
+    rounding (about 1e-7 relative)."""
 
     def __init__(self, net: Any) -> None:
         def layers(seq: torch.nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -127,6 +143,25 @@ class CandidateScorer:
         self.cand = layers(net.cand)
         self.gap = float(GAP_SCALE * net.gap.detach()) if net.cfg.hint_gap else 0.0
         self._x: np.ndarray | None = None
+        # the first layers' weights by input block (``heads``' concatenations)
+        d = net.cfg.d
+        n_cc = len(F.CLUSTER_FEATURES) + len(F.CONTEXT_FEATURES)
+        n_c = len(F.CANDIDATE_FEATURES)
+        (g1, _), _ = self.glob
+        (c1, _), _ = self.cand
+        if g1.shape[0] < n_cc + d or c1.shape[0] != n_c + 2 * d:
+            raise ValueError(f"CandidateScorer: unexpected layer sizes {g1.shape}, {c1.shape}")
+        self._g_cc, self._g_pool, self._g_cur = g1[:n_cc], g1[n_cc:-d], g1[-d:]
+        self._c_rows, self._c_g, self._c_cur = c1[:n_c], c1[n_c:n_c + d], c1[n_c + d:]
+        self._c_dyn = c1[list(DYN_COLUMNS)]
+        _, (v2, u2) = self.cand
+        self._v, self._u = v2[:, 0].copy(), u2[0]
+        self._iw = GAP_COLUMNS[1]
+        # the global MLP's output enters only the candidate layer: its second layer folded into it
+        self._g_c = self.glob[1][0].dot(self._c_g)
+        self._pj: np.ndarray | None = None
+        self._hc: np.ndarray | None = None
+        self._based: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     @staticmethod
     def _mlp(x: np.ndarray, ws: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
@@ -159,6 +194,42 @@ class CandidateScorer:
             gap = _hint_gap(candidates)
             if gap is not None:  # else a zero gap: the score as it is
                 score = score + self.gap * gap
+        return score
+
+    def point(self, hj: np.ndarray, pooled: np.ndarray) -> None:
+        """A new decision point's encoding: the jobs' embeddings ``hj`` (one
+        row per job) and the pooled encoding, through the first layers."""
+        (_, bg), (_, b2) = self.glob
+        (_, bc), _ = self.cand
+        self._pj = hj.dot(self._g_cur) + (pooled.dot(self._g_pool) + bg)
+        self._hc = hj.dot(self._c_cur) + (b2.dot(self._c_g) + bc)
+        if len(self._based) > 4096:
+            self._based.clear()
+
+    def score(self, k: int, cluster: np.ndarray, context: np.ndarray, base: np.ndarray, dyn: np.ndarray,
+              ix: np.ndarray) -> np.ndarray:
+        """The logits of job ``k``'s valid slots ``ix`` (``allocation_rows``'s
+        arrays; ``point`` first), in the order of ``ix``. (``ndarray.dot``:
+        the same BLAS products as ``@`` with less overhead per call.)"""
+        assert self._pj is not None and self._hc is not None, "CandidateScorer: point() first"
+        z = np.concatenate((cluster, context)).dot(self._g_cc)
+        z += self._pj[k]
+        np.maximum(z, 0.0, out=z)
+        c = z.dot(self._g_c)
+        c += self._hc[k]
+        e = self._based.get(id(base))
+        if e is None or e[0] is not base:  # holds ``base``: its id is not reused while it is here
+            e = self._based[id(base)] = (base, base.dot(self._c_rows))
+        h = dyn.dot(self._c_dyn)
+        h += e[1]
+        h += c
+        np.maximum(h, 0.0, out=h)
+        score = h.dot(self._v) + self._u
+        if self.gap:
+            hr = int(dyn[:, 4].argmax())  # the hint's row (``DYN_COLUMNS``' last)
+            if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``_hint_gap``)
+                sp = dyn[:, 0]  # speed over the request; where the hint's worker count: its gap, else 0
+                score = score + self.gap * ((sp - sp[hr]) * (base[:, self._iw] == base[hr, self._iw]))
         return score
 
 

@@ -98,6 +98,8 @@ class _Occupancy(Occupancy):
         r = self._rooms.get(job.model)
         if r is None:
             r = self._rooms[job.model] = ModelRoom(self, self._profiles[job.model], job)
+        elif r.pos == len(self._log) and r.bulk == self._bulk and r._exact:  # up to date (``sync``'s no-op)
+            return r
         r.sync(self)
         return r
 
@@ -191,8 +193,7 @@ class ModelRoom:
         if self.bulk != occ._bulk or not self._exact or len(log) - self.pos > 64:
             self._full(occ)
         elif len(log) > self.pos:
-            for v in set(log[self.pos:]):
-                self._server(occ, v)
+            self._servers(occ, set(log[self.pos:]))
             if not self._exact:
                 self._full(occ)
         self.pos = len(log)
@@ -217,30 +218,38 @@ class ModelRoom:
         self._exact = bool(np.all(k < _EXACT)) and self.ps_total < _EXACT
         self.ps = k.tolist()
 
-    def _server(self, occ: _Occupancy, v: int) -> None:
-        """Server ``v``'s values again (the arrays' formulas, on one element)."""
-        cf, mf = float(occ.cores_free[v]), float(occ.mem_free[v])
-        gpus = float(occ._free_gpus[v])  # type: ignore[index]  # counted by ``_full``, kept by ``_apply``
-        c = int(max(min(gpus, math.floor(min(cf / self._wdiv, mf / self._mdiv) + 1e-9)), 0))
-        old = self.cap[v]
-        if c != old:
-            self.cap[v] = c
-            self.hist[old] -= 1
-            self.hist[c] += 1
-            self.total += c - old
+    def _servers(self, occ: _Occupancy, servers: set[int]) -> None:
+        """The values of ``servers`` again (the arrays' formulas, on one
+        element; the loop over them inlined, with what it reads as locals)."""
+        cores, mem, fg = occ.cores_free, occ.mem_free, occ._free_gpus  # ``fg``: counted by ``_full``, kept by ``_apply``
+        assert fg is not None
+        wdiv, mdiv = self._wdiv, self._mdiv
+        cap, hist, ps = self.cap, self.hist, self.ps
         pc, pm = self._ps_needs  # each > 0, or None (``_exact``: at least one)
-        if pc is None:
-            k = math.floor((mf - MARGIN) / pm)
-        else:
-            k = math.floor((cf - MARGIN) / pc)
-            if pm is not None:
-                k = min(k, math.floor((mf - MARGIN) / pm))
-        k = float(max(k, 0))
-        if k >= _EXACT:
-            self._exact = False  # ``sync`` recomputes the arrays
-            return
-        self.ps_total += k - self.ps[v]  # integers: exact
-        self.ps[v] = k
+        floor = math.floor
+        total, ps_total = self.total, self.ps_total
+        for v in servers:
+            cf, mf = cores.item(v), mem.item(v)
+            c = int(max(min(fg.item(v), floor(min(cf / wdiv, mf / mdiv) + 1e-9)), 0))
+            old = cap[v]
+            if c != old:
+                cap[v] = c
+                hist[old] -= 1
+                hist[c] += 1
+                total += c - old
+            if pc is None:
+                k = floor((mf - MARGIN) / pm)
+            else:
+                k = floor((cf - MARGIN) / pc)
+                if pm is not None:
+                    k = min(k, floor((mf - MARGIN) / pm))
+            k = float(max(k, 0))
+            if k >= _EXACT:
+                self._exact = False  # ``sync`` recomputes the arrays
+                break
+            ps_total += k - ps[v]  # integers: exact
+            ps[v] = k
+        self.total, self.ps_total = total, ps_total
 
 
 class PlacementIndex:
@@ -279,6 +288,10 @@ class PlacementIndex:
             self._by_id.clear()
         self._by_id[id(pl)] = (pl, v)  # holds ``pl``, so its id is not reused while it is here
         return v
+
+    def spanned(self, pl: Placement) -> int:
+        """Servers holding workers of ``pl``."""
+        return sum(1 for _, w, _ in self.get(pl)[9] if w)
 
     def _make(self, pl: Placement) -> tuple:
         gpus, socks = pl.gpus, pl.ps_sockets

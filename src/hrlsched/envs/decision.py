@@ -46,6 +46,10 @@ from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 
 ALLOCATE, PLACE = 0, 1
+# The candidate columns that change from one choice to the next (``_candidate_rows``'s ``dyn``):
+# speed over the request, hours to finish, servers spanned, share of the free GPUs, hint.
+DYN_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in (
+    "speed_vs_requested", "log_hours_to_finish", "servers_spanned", "share_of_free_gpus", "is_hint"))
 
 
 class InvalidActionError(ValueError):
@@ -189,13 +193,17 @@ class DecisionPoint:
         self._cand_static = cs
         self._no_restart = np.zeros(t.size)
         self._restart_sets: dict[tuple, np.ndarray] = {}
-        self._share: dict[int, np.ndarray] = {}  # the menu's workers over the free GPUs, per count of free GPUs
+        self._share: dict[tuple, np.ndarray] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
+        self._spanned: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}  # servers spanned / 4 on the valid slots
+        self._zeros: dict[int, np.ndarray] = {}  # a zero column per number of valid slots
         self._slot_sets: dict[tuple, np.ndarray] = {}
         self._slot_rules: dict[tuple, tuple[np.ndarray, np.ndarray, list[int]]] = {}  # valid by the rules / to ask
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
         self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cand_base: dict[tuple, np.ndarray] = {}  # the candidate rows' fixed part (``_candidate_matrix``)
         self._menu_ps: dict[tuple, bool] = {}
+        self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
+        self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
         self._index = PlacementIndex(topo, self.link_off)
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
@@ -222,9 +230,10 @@ class DecisionPoint:
         self._speed_cache: dict[tuple, float] = {}
         self._facts: dict[tuple, tuple[float, ...]] = {}
         self._slot_speed: dict[tuple[int, int], np.ndarray] = {}
-        self._valid_speeds: dict[tuple[int, int, bytes], list[float]] = {}
+        self._valid_speeds: dict[tuple[int, int, bytes], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
+        self._past = (-1, 0.0)  # (decisions, their feature)
         self.rescues = 0
         self.view = None
 
@@ -307,6 +316,19 @@ class DecisionPoint:
             self._links_m[: util.size, 2 + len(F.LINK_KINDS)] = util
         self._rows.point(view)
         self._rows_dirty = True
+        # per job, as Python numbers (read once per choice)
+        self._req_l = self._req_speed.tolist()
+        self._rem_l, self._speed_l = view.remaining.tolist(), view.speed.tolist()
+        self._bs_l = view.batch_sizes.tolist()
+        # the statistical efficiency of the running async jobs at their placements (their
+        # keep rows' progress), in one call of the performance model: one value per job
+        jobs, pls = view.jobs, view.placements
+        ks = [k for k in range(n) if pls[k] is not None and jobs[k].mode == "async" and self._speed_l[k] > 0]
+        self._keep_eff: dict[int, float] = {}
+        if ks:
+            eff = view.perf.efficiency([jobs[k] for k in ks], [pls[k] for k in ks], view.batch_sizes[ks],
+                                       np.zeros(len(ks)))
+            self._keep_eff = dict(zip(ks, np.asarray(eff, dtype=float).tolist()))
         self._cluster_point = (
             float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
             sum(p is None for p in view.placements) / self.max_jobs,
@@ -359,15 +381,19 @@ class DecisionPoint:
         board, n, k = self.board, self.n_dec, self.k
         if self._cluster_board[0] != board.version:
             topo, occ = self.topo, board.occ
+            add = np.add.reduce  # ``ndarray.sum``'s reduction, without its Python wrapper
             self._cluster_board = (board.version, (
                 board.free_slots() / topo.n_gpus,
-                occ.cores_free.sum() / self._cores_total,
-                occ.mem_free.sum() / self._mem_total,
+                add(occ.cores_free) / self._cores_total,
+                add(occ.mem_free) / self._mem_total,
             ))
         t_h, active, queued, idle = self._cluster_point
         free, cores, mem = self._cluster_board[1]
-        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs,
-                         np.log1p(self.decisions)], dtype=np.float32)
+        if self._past[0] != self.decisions:  # the points decided so far, as a feature (once per point)
+            self._past = (self.decisions, float(np.log1p(self.decisions)))
+        past = self._past[1]
+        return np.array([t_h, active, queued, free, idle, cores, mem, max(n - k, 0) / self.max_jobs, past],
+                        dtype=np.float32)
 
     def _context_row(self) -> np.ndarray:
         ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
@@ -391,6 +417,19 @@ class DecisionPoint:
         if not self._prepared:
             self._prepare()
         return self.k, self._cluster_row(), self._context_row(), self._candidate_matrix(), self._valid_set[1]
+
+    def allocation_rows(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """``allocation_choice`` with the candidate rows of the valid slots
+        only, in ``_candidate_rows``'s two parts: (the current job's index,
+        the cluster row, the context row, ``base``, ``dyn``, the valid
+        actions' indices). A scorer that keeps what it computes of ``base``
+        (the same object again while the key is unchanged) redoes per choice
+        only the columns ``DYN_COLUMNS``. Only in an allocation phase."""
+        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
+        if not self._prepared:
+            self._prepare()
+        base, dyn, ix = self._candidate_rows()
+        return self.k, self._cluster_row(), self._context_row(), base, dyn, ix
 
     def mask(self) -> np.ndarray:
         """Valid actions of the current choice (int8, ``n_actions``)."""
@@ -559,8 +598,22 @@ class DecisionPoint:
         # (not on the PS room where the menu's open slots have no PS).
         room = feas.worker_room(board, cur)  # workers use the same resources in every variant
         menu = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        # The rules compare the room with each slot's workers, and the PS room left with each
+        # slot's PSs: beyond the menu's largest need, more room decides the same, so the key
+        # holds the room up to that need (more choices find their rules already made).
+        most = self._menu_most.get(menu)
+        if most is None:
+            slots = self._slots(cur, base)
+            most = self._menu_most[menu] = int(t.workers[slots].max()) if slots.size else 0
+        room = min(room, most)
         if feas.fill and self._slots_with_ps(menu):
-            key = (*menu, room, *feas.ps_room(board, cur))
+            total, per = feas.ps_room(board, cur)
+            need = self._ps_most.get((menu, per))
+            if need is None:  # integers (``per`` is): exact
+                slots = self._slots(cur, base)
+                need = self._ps_most[(menu, per)] = float(np.max(t.ps[slots] + per * t.workers[slots])) \
+                    if slots.size else 0.0
+            key = (*menu, room, min(total, need), per)
         else:
             key = (*menu, room)
         v = self._slot_rules.get(key)
@@ -772,6 +825,7 @@ class DecisionPoint:
     def _job_matrix(self, view: ClusterView, n: int) -> np.ndarray:
         out = np.zeros((self.max_jobs, len(F.JOB_FEATURES)), dtype=np.float32)
         if n == 0:
+            self._req_speed = np.zeros(0)
             return out
         cache, rows = self._facts, []
         need = []  # the speeds the missing facts need, in one call
@@ -834,19 +888,33 @@ class DecisionPoint:
         return np.where(valid, self._slot_speed_vector(k, np.flatnonzero(valid)), 0.0)
 
     def _candidate_matrix(self) -> np.ndarray:
-        """The candidate rows of the current job; only the valid slots are
-        computed (a handful), the others stay zero."""
+        """The candidate rows of the current job (``t.size`` rows); only the
+        valid slots are computed (``_candidate_rows``), the others stay zero."""
+        base, dyn, ix = self._candidate_rows()
+        sub = base.copy()
+        sub[:, DYN_COLUMNS] = dyn
+        out = np.zeros((self.table.size, sub.shape[1]), dtype=np.float32)
+        out[ix] = sub
+        return out
+
+    def _candidate_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The current job's candidate rows on its valid slots ``ix`` (index
+        array, ascending) in two parts: ``base``, the rows with the columns
+        ``DYN_COLUMNS`` zero, which depends only on the valid slots, the job's
+        current allocation and restart delay (one array per such key, kept:
+        the same object again; read-only), and ``dyn`` (float32, one row per
+        valid slot), those columns (speed over the request, hours to finish,
+        servers spanned, share of the free GPUs, hint) for this choice. The
+        rows are ``base`` with ``dyn`` written into ``DYN_COLUMNS``; both are
+        clipped at ``F.BIG`` (each part where it is made: a float32 rounding
+        and the clip commute)."""
         t, view, k = self.table, self.view, self.k
         assert view is not None
         valid = self._valid
         idx, ix, static, _ = self._valid_set
         cur = view.jobs[k]
         cur_pl = view.placements[k]
-        req = float(self._req_speed[k])
-        rem = float(view.remaining[k])
         prof = self.profiles[cur.model]
-        # What depends only on the valid slots, the job's current allocation and its
-        # restart delay (the static columns, keep's, restarts and their cost): made once per key.
         now = None if cur_pl is None else (cur_pl.n_workers, cur_pl.n_ps, cur.arch == "ps", cur.mode == "async")
         bkey = (self._vk, now, prof.restart_s)
         base = self._cand_base.get(bkey)
@@ -857,12 +925,16 @@ class DecisionPoint:
                 base[1, 3:7] = (now[0] / F.WORKER_SCALE, now[1] / F.WORKER_SCALE, now[2], now[3])
             base[:, 9] = self._restarts(cur, cur_pl)[ix]
             base[:, 13] = base[:, 9] * (prof.restart_s / F.RESTART_SCALE)
+            np.minimum(base, F.BIG, out=base)
+            base.flags.writeable = False
             if len(self._cand_base) > 4096:
                 self._cand_base.clear()
             self._cand_base[bkey] = base
-        sub = base.copy()
-        sv = self._valid_slot_speeds(k, ix)
+        req = max(self._req_l[k], 1e-12)
+        rate, safe, pos = self._valid_slot_terms(k, ix, req)
         free = max(self.board.free_slots(), 1)
+        # servers spanned (/ 4) and share of the free GPUs on the valid slots, kept per
+        # (servers array, valid slots) and (free GPUs, valid slots)
         skey = (self.board.version, cur.model)
         servers = self._servers.get(skey)
         if servers is None:
@@ -872,36 +944,53 @@ class DecisionPoint:
                     self._servers.clear()
                 self._servers[skey] = servers
         if servers is None:
-            servers = np.zeros(t.size)
-            for c in idx[1:]:
-                if c == KEEP:
-                    continue
-                pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
-                assert pl is not None
-                servers[c] = np.count_nonzero(self._index.get(pl)[4])
-        sub[:, 10] = servers[ix]
-        sub[0, 10] = 0.0  # wait (always valid: the first row)
-        share = self._share.get(free)
+            spanned = np.zeros(len(idx))
+            for i, c in enumerate(idx):
+                if c > KEEP:
+                    pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
+                    assert pl is not None
+                    spanned[i] = min(np.count_nonzero(self._index.get(pl)[4]) / 4.0, F.BIG)
+        else:
+            e = self._spanned.get((id(servers), self._vk))
+            if e is None or e[0] is not servers:  # holds the array: its id is not reused while here
+                if len(self._spanned) > 4096:
+                    self._spanned.clear()
+                sp = np.minimum(servers[ix] / 4.0, F.BIG)
+                sp[0] = 0.0  # wait (always valid: the first row)
+                e = self._spanned[(id(servers), self._vk)] = (servers, sp)
+            spanned = e[1]
+        share = self._share.get((free, self._vk))
         if share is None:
-            share = self._share[free] = self._tw / free
-        sub[:, 11] = share[ix]
-        if valid[KEEP]:  # the second row
+            if len(self._share) > 4096:
+                self._share.clear()
+            share = self._share[(free, self._vk)] = np.minimum(self._tw[ix] / free, F.BIG)
+        # speed over the request, hours to finish (0 where no speed), servers, share, hint:
+        # the same IEEE operations per element as one by one
+        rem = self._rem_l[k]
+        hours = rem / safe
+        hours /= F.HOUR
+        np.log1p(hours, out=hours)
+        hours *= pos
+        if not rem < 1e290:  # only then can the log of a finite quotient exceed BIG (about 710 at most)
+            np.minimum(hours, F.BIG, out=hours)
+        zero = self._zeros.get(len(idx))
+        if zero is None:
+            zero = self._zeros[len(idx)] = np.zeros(len(idx))
+            zero.flags.writeable = False
+        # made column by column in one call (its transpose: the rows, as a view)
+        dyn = np.array((rate, hours, spanned, share, zero), dtype=np.float32).T
+        if valid[KEEP]:  # the second row: the job's own allocation
             assert cur_pl is not None
             cw = cur_pl.n_workers
-            if view.speed[k] > 0:
-                x = float(view.speed[k])
+            x = self._speed_l[k]
+            if x > 0:
                 if cur.mode == "async":  # measured samples/s: as progress, like the other slots
-                    x *= float(view.perf.efficiency([cur], [cur_pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
-                sv[1] = x
+                    x *= self._keep_eff[k]
             else:
-                sv[1] = self._speed(cur, cw, cur_pl.n_ps, int(view.batch_sizes[k]))
-            sub[1, 10] = np.count_nonzero(self._index.get(cur_pl)[4])
-            sub[1, 11] = cw / free
-        # speed over the request, hours to finish
-        req = max(req, 1e-12)
-        sub[:, 7] = [x / req for x in sv]
-        sub[:, 8] = [math.log1p(rem / max(x, 1e-12) / F.HOUR) if x > 0 else 0.0 for x in sv]
-        sub[:, 10] /= 4.0
+                x = self._speed(cur, cw, cur_pl.n_ps, self._bs_l[k])
+            big = F.BIG
+            dyn[1, :4] = (min(x / req, big), min(math.log1p(rem / max(x, 1e-12) / F.HOUR), big) if x > 0 else 0.0,
+                          min(self._index.spanned(cur_pl) / 4.0, big), min(cw / free, big))
         al = self._hints.get(cur.job_id)
         hint = -1
         if al is not None:
@@ -919,24 +1008,28 @@ class DecisionPoint:
                                                           MODES.index(mode), keep)
         elif self.hint_policy is not None:
             hint = WAIT
-        np.minimum(sub, F.BIG, out=sub)
-        out = np.zeros((t.size, sub.shape[1]), dtype=np.float32)
-        out[ix] = sub
-        if hint >= 0:  # a valid slot (wait, keep or a valid candidate)
-            out[hint, 12] = 1.0
-        return out
+        if hint >= 0:  # a valid slot (wait, keep or a valid candidate): its row
+            dyn[bisect.bisect_left(idx, hint), 4] = 1.0
+        return base, dyn, ix
 
-    def _valid_slot_speeds(self, k: int, ix: np.ndarray) -> list[float]:
-        """``_slot_speed_vector`` on the valid slots ``ix`` (a fresh list; wait and
-        keep 0); once priced, a slot's speed never changes, so the list is kept
-        per job, batch size and valid slots."""
+    def _valid_slot_terms(self, k: int, ix: np.ndarray, req: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``_slot_speed_vector`` on the valid slots ``ix`` (wait and keep 0) as
+        the candidate rows use it: (speeds over ``req``, speeds at least
+        1e-12 where positive, 1 where a speed is positive else 0), read-only. Once priced, a
+        slot's speed never changes, so they are kept per job, batch size and
+        valid slots (and made again if the request's speed differs)."""
         view = self.view
         assert view is not None
-        key = (view.jobs[k].job_id, int(view.batch_sizes[k]), self._vk)
+        key = (view.jobs[k].job_id, self._bs_l[k], self._vk)
         v = self._valid_speeds.get(key)
-        if v is None:
-            v = self._valid_speeds[key] = self._slot_speed_vector(k, ix)[ix].tolist()
-        return list(v)
+        if v is None or v[0] != req:
+            sv = self._slot_speed_vector(k, ix)[ix]
+            pos = sv > 0  # (where not, any finite divisor: its hours are multiplied by 0)
+            v = (req, np.minimum(sv / req, F.BIG), np.where(pos, np.maximum(sv, 1e-12), 1.0), pos.astype(float))
+            for a in v[1:]:
+                a.flags.writeable = False
+            self._valid_speeds[key] = v
+        return v[1], v[2], v[3]
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""

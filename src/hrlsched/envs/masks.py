@@ -139,6 +139,7 @@ class HeuristicFeasibility:
         self._cache: dict[tuple, object] = {}
         self._room: dict[str, int] = {}
         self._tops: dict[tuple[int, ...], np.ndarray] = {}  # ``servers``' cumulative capacities, per histogram
+        self._spans: dict[tuple, np.ndarray] = {}  # ``servers``' answers, per (histogram, worker counts)
         self._version = -1
         self._board: Board | None = None
 
@@ -195,14 +196,22 @@ class HeuristicFeasibility:
         if self.fewest:
             # workers the k roomiest servers hold, k = 1, 2, ...: a function of how many
             # servers hold each count, which few commitments change
+            # (the answer is kept per histogram and worker counts: the same array again, read-only)
             hist = tuple(board.occ.room(job).hist)
-            top = self._tops.get(hist)
-            if top is None:
-                if len(self._tops) > 4096:
-                    self._tops.clear()
-                c = np.arange(len(hist))[::-1]
-                top = self._tops[hist] = np.cumsum(np.repeat(c, np.array(hist[::-1], dtype=np.int64)))
-            return np.searchsorted(top, workers) + 1  # type: ignore[arg-type]
+            key = (hist, workers.tobytes())
+            out = self._spans.get(key)
+            if out is None:
+                top = self._tops.get(hist)
+                if top is None:
+                    if len(self._tops) > 4096:
+                        self._tops.clear()
+                    c = np.arange(len(hist))[::-1]
+                    top = self._tops[hist] = np.cumsum(np.repeat(c, np.array(hist[::-1], dtype=np.int64)))
+                if len(self._spans) > 4096:
+                    self._spans.clear()
+                out = self._spans[key] = np.searchsorted(top, workers) + 1  # type: ignore[arg-type]
+                out.flags.writeable = False
+            return out
         if self.random:
             # Random GPUs among the free ones of servers with room: a server is
             # missed with the hypergeometric probability C(F - f, w) / C(F, w).
