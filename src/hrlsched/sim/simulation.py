@@ -41,7 +41,7 @@ from hrlsched.perf.base import PerformanceModel
 from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
 from hrlsched.sim.result import SimResult
 from hrlsched.sim.state import SimState
-from hrlsched.sim.validation import Resources, check_decision, loads
+from hrlsched.sim.validation import Resources, check_decision, decision_loads, loads
 
 EPS = 1e-9
 _NEVER = 1 << 40
@@ -95,6 +95,23 @@ class StepResult:
     restarts: list[int] = field(default_factory=list)
     job_seconds: float = 0.0
     rounds: int = 0
+
+
+@dataclass(frozen=True, eq=False)
+class RunSet:
+    """The running jobs (indices, in active order) and what ``_advance`` reads
+    of them that changes only when the running set or its placements do: total
+    work, workers, PSs, slowdowns (with their mean), and the busy GPUs. Kept
+    in ``SimState.run_set`` until a decision changes something or a job
+    finishes."""
+
+    run: np.ndarray
+    total: np.ndarray
+    n_workers: np.ndarray
+    n_ps: np.ndarray
+    slow: np.ndarray
+    mean_slow: float
+    busy: int
 
 
 class Simulation:
@@ -152,6 +169,7 @@ class Simulation:
         self.progress_dependent = bool(perf.progress_dependent)
         # Jobs with a chosen architecture/mode, made once: (index, arch, mode) -> Job.
         self._variants: dict[tuple[int, str, str], Job] = {}
+        self._allowed_seen: set[tuple[str, int, object]] = set()  # arch/mode choices found allowed (static)
         self._seed = 0
         self._view_perf: PerformanceModel = perf
         self._state: SimState | None = None
@@ -261,11 +279,29 @@ class Simulation:
         )
 
     # ------------------------------------------------------------- internals
+    def _act(self, st: SimState) -> np.ndarray:
+        """``st.active`` as an index array (kept until a job arrives or finishes)."""
+        act = st.act_idx
+        if act is None:
+            act = st.act_idx = np.array(st.active, dtype=np.int64)
+        return act
+
+    def _run_set(self, st: SimState, act: np.ndarray) -> RunSet:
+        rs = st.run_set
+        if rs is None:
+            run = act[st.n_workers[act] > 0]
+            slow = st.slowdown[run]
+            # ndarray.mean's arithmetic, without its overhead
+            mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
+            rs = st.run_set = RunSet(run, self.total[run], st.n_workers[run], st.n_ps[run], slow, mean_slow,
+                                     int(np.count_nonzero(st.gpu_tasks)))
+        return rs
+
     def _view(self) -> ClusterView:
         st = self.state
-        act = np.asarray(st.active, dtype=np.int64)
+        act = self._act(st)
         if st.work_factor is None:
-            remaining = (self.total - st.progress)[act]
+            remaining = self.total[act] - st.progress[act]
         else:
             remaining = np.maximum(self.total[act] * st.work_factor[act] - st.progress[act], 0.0)
         return ClusterView(
@@ -306,6 +342,7 @@ class Simulation:
             while st.next_arrival < n and arrival[st.next_arrival] <= st.time_s + EPS:
                 i = st.next_arrival
                 st.active.append(i)
+                st.act_idx = None
                 st.is_active[i] = True
                 st.next_arrival += 1
                 st.dirty = True
@@ -336,7 +373,7 @@ class Simulation:
         """Check and apply a decision; True if speeds were recomputed."""
         st, cfg = self.state, self.cfg
         new, new_loads, choices = check_decision(
-            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu
+            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen
         )
         st.calls += 1
         st.dirty = False
@@ -377,7 +414,10 @@ class Simulation:
             changed.append(i)
         if not changed:
             return False
+        if new_loads is None:  # only kept placements (some jobs preempted): loads of what is left
+            new_loads = decision_loads(new, self.topo, self.res, self.max_tasks_per_gpu, st.jobs)
         st.gpu_tasks[:], st.cores_used[:], st.mem_used[:] = new_loads
+        st.run_set = None
         st.rate[:] = 0.0
         st.speed[:] = 0.0
         if running:
@@ -405,9 +445,9 @@ class Simulation:
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
-        act = np.asarray(st.active, dtype=np.int64)
-        run = act[st.n_workers[act] > 0]
-        total = self.total
+        act = self._act(st)
+        rs = self._run_set(st, act)
+        run = rs.run
         jump = self.points != "round"
         if self.progress_dependent and run.size and (jump or not just_set):
             # Statistical efficiency moves with progress (e.g. per epoch).
@@ -421,7 +461,7 @@ class Simulation:
         if run.size:
             # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
             prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
-            fin_rel = d + (total[run] - prog) / rate
+            fin_rel = d + (rs.total - prog) / rate
         if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
@@ -439,32 +479,28 @@ class Simulation:
         dt = k * T
 
         n_act = len(st.active)
-        busy = int(np.count_nonzero(st.gpu_tasks))
-        if run.size:
-            slow = st.slowdown[run]
-            mean_slow = float(slow.sum() / slow.size)  # ndarray.mean's arithmetic, without its overhead
-        else:
-            mean_slow = 1.0
-        st.record.append((st.time_s, k, busy, n_act - run.size, run.size, mean_slow))
+        st.record.append((st.time_s, k, rs.busy, n_act - run.size, run.size, rs.mean_slow))
 
         # Advance running jobs by dt; those that finish stop at their exact time.
         st.contention[act] += n_act * dt  # corrected below for jobs that finish early
         acc.job_seconds += n_act * dt
         if run.size:
             fin = fin_rel <= dt + EPS
-            held = np.where(fin, np.minimum(fin_rel, dt), dt)
+            any_fin = bool(fin.any())
+            # Where no job finishes every job holds the whole dt: the scalar gives the same values.
+            held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
             productive = np.maximum(held - d, 0.0)
-            st.progress[run] = np.where(fin, total[run], prog + rate * productive)
+            st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
             st.delay_left[run] = np.maximum(d - dt, 0.0)
-            held_w = held * st.n_workers[run]
+            held_w = held * rs.n_workers
             st.hold_s[run] += held
             st.prod_s[run] += productive
             st.gpu_s[run] += held_w
             st.attained[run] += held_w
             st.worker_s[run] += held_w
-            st.ps_s[run] += held * st.n_ps[run]
-            st.slow_s[run] += held * slow
-            if fin.any():
+            st.ps_s[run] += held * rs.n_ps
+            st.slow_s[run] += held * rs.slow
+            if any_fin:
                 fi = run[fin]
                 early = dt - fin_rel[fin]
                 st.finish[fi] = st.time_s + fin_rel[fin]
@@ -482,6 +518,7 @@ class Simulation:
                     acc.completions.append(self.jobs[i].job_id)
                 st.n_workers[fi] = st.n_ps[fi] = 0
                 st.active = [i for i in st.active if not st.done[i]]
+                st.act_idx = st.run_set = None
                 st.dirty = True
         st.time_s += dt
         st.round_index += k

@@ -68,6 +68,10 @@ class SimState:
     pending_job_s: float = 0.0
     # The last decision's ``recheck_s`` (inf: none): under "events", a decision point too.
     recheck_s: float = math.inf
+    # Derived, kept between steps by the engine (None: to recompute, after a change): ``active`` as
+    # an index array, and the running jobs' ``RunSet`` (sim.simulation).
+    act_idx: np.ndarray | None = None
+    run_set: object | None = None
 
     @classmethod
     def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:
