@@ -101,15 +101,12 @@ class StepResult:
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, workers, PSs, slowdowns (with their mean), and the busy GPUs. Kept
+    work, their mean slowdown, and the busy GPUs. Kept
     in ``SimState.run_set`` until a decision changes something or a job
     finishes."""
 
     run: np.ndarray
     total: np.ndarray
-    n_workers: np.ndarray
-    n_ps: np.ndarray
-    slow: np.ndarray
     mean_slow: float
     busy: int
 
@@ -293,8 +290,7 @@ class Simulation:
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
             mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], st.n_workers[run], st.n_ps[run], slow, mean_slow,
-                                     int(np.count_nonzero(st.gpu_tasks)))
+            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)))
         return rs
 
     def _view(self) -> ClusterView:
@@ -388,6 +384,8 @@ class Simulation:
             changed.append(i)
         for i, (a, m) in choices.items():
             st.jobs[i] = self._job(i, a, m)
+        if decision.arch or decision.mode:
+            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
         for i, pl in new.items():
             old = running.get(i)
@@ -404,6 +402,8 @@ class Simulation:
                 continue
             running[i] = placements[i] = pl
             st.n_workers[i], st.n_ps[i] = pl.n_workers, pl.n_ps
+            st.per_held[2:5, i] = pl.n_workers
+            st.per_held[5, i] = pl.n_ps
             if np.isnan(st.start[i]):
                 st.start[i] = st.time_s
                 st.delay_left[i] = self.restart_cost[i] if cfg.restart_on_first_start else 0.0
@@ -492,14 +492,11 @@ class Simulation:
             productive = np.maximum(held - d, 0.0)
             st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
             st.delay_left[run] = np.maximum(d - dt, 0.0)
-            held_w = held * rs.n_workers
-            st.hold_s[run] += held
-            st.prod_s[run] += productive
-            st.gpu_s[run] += held_w
-            st.attained[run] += held_w
-            st.worker_s[run] += held_w
-            st.ps_s[run] += held * rs.n_ps
-            st.slow_s[run] += held * rs.slow
+            # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
+            # PSs, slowdown), prod_s += productive: the same products, added in one operation.
+            add = st.per_held[:, run] * held
+            add[1] = productive
+            st.held[:, run] += add
             if any_fin:
                 fi = run[fin]
                 early = dt - fin_rel[fin]
@@ -519,6 +516,7 @@ class Simulation:
                 st.n_workers[fi] = st.n_ps[fi] = 0
                 st.active = [i for i in st.active if not st.done[i]]
                 st.act_idx = st.run_set = None
+                st.n_finished += int(fi.size)
                 st.dirty = True
         st.time_s += dt
         st.round_index += k

@@ -82,6 +82,11 @@ def check_choices(
     set the caller keeps over calls with the same ``base`` jobs, of
     (what, job id, value) already found allowed for the job (the check does
     not depend on the state; most decisions repeat every job's choice)."""
+    last = st.last_choices
+    if last is not None and last[2] == st.n_finished and decision.arch == last[0] and decision.mode == last[1]:
+        # The choices of the last applied decision: still all active (none finished), still
+        # allowed, and already the jobs' effective ones: no change.
+        return {}
     out: dict[int, tuple[str, str]] = {}
     is_active = st.is_active
     seen = allowed_seen if allowed_seen is not None else set()
