@@ -400,7 +400,8 @@ class AnalyticModel(PerformanceModel):
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
         w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
         sync = jt[:, 4] > 0
-        if not sync.all():
+        all_sync = bool(sync.all())
+        if not all_sync:
             refuse_async_allreduce(jobs, self.name)
         wi = w.astype(np.int64)
         wjob = np.repeat(np.arange(n), wi)
@@ -428,30 +429,38 @@ class AnalyticModel(PerformanceModel):
         comp_i = (comp_a + th1) * c
         starts = np.concatenate([[0], np.cumsum(wi)[:-1]])
         comp_max = np.maximum.reduceat(comp_i, starts)
-        # Synchronous jobs wait for their slowest worker each step.
-        over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0)
+        # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
+        over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
         lens = np.fromiter((x.links.size for x in terms), dtype=np.int64, count=n)
         links = np.concatenate([x.links for x in terms])
         base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
         rjob = np.repeat(np.arange(n), lens)
-        comm = np.zeros(n)
-        rho = np.ones(links.size)
-        for _ in range(self.iterations + 1):
-            comm = np.zeros(n)
-            if links.size:
-                np.maximum.at(comm, rjob, base * rho)
-            t_iter = comp_max + over + comm
-            if not links.size:
-                break
+        # A job's time on its bottleneck link: its rows are contiguous, so where every job has
+        # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
+        by_segment = bool(lens.all())
+        seg = np.cumsum(lens) - lens
+        fixed = comp_max + over
+        stretched = base  # base * rho; rho starts at 1
+        for it in range(self.iterations + 1):
+            if by_segment:
+                comm = np.maximum.reduceat(stretched, seg)
+            else:
+                comm = np.zeros(n)
+                np.maximum.at(comm, rjob, stretched)
+            if it == self.iterations or not links.size:
+                break  # the last pass only needs comm
+            t_iter = fixed + comm
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
             # Rows are unique per (job, link): alone, a link's load is the job's own.
             U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
-            rho = np.maximum(1.0 + self.contention * (U - u), U)
+            stretched = base * np.maximum(1.0 + self.contention * (U - u), U)
         rest = over + comm
         speed_sync = bsz / (comp_max + rest)
+        if all_sync:
+            return speed_sync
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
         return np.where(sync, speed_sync, speed_async)
 
