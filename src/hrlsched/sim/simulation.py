@@ -428,15 +428,18 @@ class Simulation:
         st.speed[:] = 0.0
         if running:
             perf = self.perf
-            ri = np.fromiter(running.keys(), dtype=np.int64, count=len(running))
+            keys = list(running)
+            ri = np.array(keys, dtype=np.int64)
             pls = list(running.values())
-            rj = [st.jobs[i] for i in ri]
-            sp = perf.speeds(rj, pls, st.batch[ri])
-            if np.any(~np.isfinite(sp)) or np.any(sp <= 0):
+            jobs = st.jobs
+            rj = [jobs[i] for i in keys]  # Python ints index a list faster than numpy ones
+            rb = st.batch[ri]
+            sp = perf.speeds(rj, pls, rb)
+            if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
-            st.rate[ri] = sp * perf.efficiency(rj, pls, st.batch[ri], st.progress[ri])
+            st.rate[ri] = sp * perf.efficiency(rj, pls, rb, st.progress[ri])
             moved = [i for i in changed if i in running]
             if moved:
                 st.alone[moved] = perf.alone_speeds([st.jobs[i] for i in moved], [running[i] for i in moved],
@@ -484,10 +487,11 @@ class Simulation:
             # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
             prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
             fin_rel = d + (rs.total - prog) / rate
+            first_fin = float(fin_rel.min())
         if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
-            k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
+            k_fin = math.ceil(first_fin / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
             k_re = math.ceil((st.recheck_s - t) / T - EPS) if st.recheck_s < math.inf else _NEVER
@@ -507,8 +511,8 @@ class Simulation:
         st.contention[act] += n_act * dt  # corrected below for jobs that finish early
         acc.job_seconds += n_act * dt
         if run.size:
-            fin = fin_rel <= dt + EPS
-            any_fin = bool(fin.any())
+            any_fin = first_fin <= dt + EPS  # some fin_rel <= dt + EPS
+            fin = fin_rel <= dt + EPS if any_fin else None
             # Where no job finishes every job holds the whole dt: the scalar gives the same values.
             held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
             productive = np.maximum(held - d, 0.0)
@@ -528,7 +532,7 @@ class Simulation:
                 st.done[fi] = True
                 st.is_active[fi] = False
                 gone = [st.running.pop(int(i)) for i in fi]
-                if self._whole_loads:
+                if self._whole_loads and fi.size <= 2:  # more at once: one vectorised pass is cheaper
                     for i, p in zip(fi.tolist(), gone):
                         self._release(st, i, p)
                 else:
