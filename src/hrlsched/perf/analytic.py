@@ -366,14 +366,19 @@ class AnalyticModel(PerformanceModel):
         sock = t.gpu_socket[gflat]
         # Alone, the tasks on a worker's socket are the job's own (its workers are on distinct GPUs).
         keys = wjob * t.n_sockets + sock
-        u_keys, u_cnt = np.unique(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
-                                  return_counts=True)
-        on_sock_alone = u_cnt[np.searchsorted(u_keys, keys)]
+        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
+                                    minlength=n * t.n_sockets)[keys]
         gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
         # Per worker: theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
         # sensitivity, GPUs of its socket, local batch; as rows, to concatenate jobs in one call.
-        per_w = np.stack([theta[wjob, 0] * local[wjob] / gspeed, theta[wjob, 1], sens[wjob],
-                          self.socket_gpus[sock], local[wjob], on_sock_alone.astype(float)])
+        per_w = np.empty((6, gflat.size))
+        lw = per_w[4]
+        np.take(local, wjob, out=lw)
+        per_w[0] = theta[wjob, 0] * lw / gspeed
+        per_w[1] = theta[wjob, 1]
+        per_w[2] = sens[wjob]
+        per_w[3] = self.socket_gpus[sock]
+        per_w[5] = on_sock_alone
         over = theta[:, 3] * w + theta[:, 4] * ps
         rows = self._traffic_rows(jobs, placements, batch)
         wcut = np.concatenate([[0], np.cumsum(w)]).tolist()
@@ -481,3 +486,4 @@ class _Terms:
     job: tuple[float, float, float, float, bool]
     links: np.ndarray
     base: np.ndarray
+
