@@ -81,6 +81,7 @@ intensity; the CPU home of a job's input pipeline is inferred, not placed.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -90,7 +91,7 @@ from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.perf.asynchrony import DEFAULT_STALENESS_PENALTY, refuse_async_allreduce
-from hrlsched.perf.base import PerformanceModel, gpu_share_counts, theta_speed_ceiling
+from hrlsched.perf.base import PerformanceModel, theta_speed_ceiling
 
 # Fitted by ``python -m hrlsched.calibration.interference --write DATA``.
 PARAMS_FILE = Path(__file__).with_name("interference.yaml")
@@ -159,6 +160,7 @@ class AnalyticModel(PerformanceModel):
         self.capacity = np.tile(np.where(cap > 0, cap, np.inf) * GBPS, 2)
         self.socket_gpus = np.bincount(t.gpu_socket, minlength=t.n_sockets).astype(float)
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
 
     # ------------------------------------------------------------ traffic
@@ -335,72 +337,153 @@ class AnalyticModel(PerformanceModel):
         batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
         return self._solve(jobs, placements, batch, isolated=True)
 
-    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
-        """Speeds of ``jobs``: all together (they share GPUs, sockets and
-        links), or each alone (``isolated``)."""
+    def _job_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
+        """The terms of ``_solve`` that depend only on each job (model, mode,
+        batch size, placement), from the cache or built (vectorised) for the
+        missing ones: the same expressions as a whole solve, split by job."""
+        keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
+        cache = self._terms
+        miss = [i for i, k in enumerate(keys) if k not in cache]
+        if miss:
+            mj, mp = [jobs[i] for i in miss], [placements[i] for i in miss]
+            for k, terms in zip((keys[i] for i in miss), self._build_terms(mj, mp, np.asarray(batch, dtype=np.int64)[miss])):
+                cache[k] = terms
+        return [cache[k] for k in keys]
+
+    def _build_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
         n = len(jobs)
         t = self.topology
         profs = [self.profile(j) for j in jobs]
         theta = np.array([p.theta for p in profs], dtype=float)
         sens = np.array([p.compute_sensitivity for p in profs]) * self.interference_scale
         sync = np.array([j.mode == "sync" for j in jobs])
-        if not sync.all():
-            refuse_async_allreduce(jobs, self.name)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         ps = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
         local = np.where(sync, batch / w, batch).astype(float)
-
-        # Per-worker compute: GPU type, time-sharing, socket pressure.
         gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(w.sum()))
         wjob = np.repeat(np.arange(n), w)
         sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=int(ps.sum()))
         sock = t.gpu_socket[gflat]
+        # Alone, the tasks on a worker's socket are the job's own (its workers are on distinct GPUs).
+        keys = wjob * t.n_sockets + sock
+        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
+                                    minlength=n * t.n_sockets)[keys]
+        gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
+        # Per worker: theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
+        # sensitivity, GPUs of its socket, local batch; as rows, to concatenate jobs in one call.
+        per_w = np.empty((6, gflat.size))
+        lw = per_w[4]
+        np.take(local, wjob, out=lw)
+        per_w[0] = theta[wjob, 0] * lw / gspeed
+        per_w[1] = theta[wjob, 1]
+        per_w[2] = sens[wjob]
+        per_w[3] = self.socket_gpus[sock]
+        per_w[5] = on_sock_alone
+        over = theta[:, 3] * w + theta[:, 4] * ps
+        rows = self._traffic_rows(jobs, placements, batch)
+        wcut = np.concatenate([[0], np.cumsum(w)]).tolist()
+        scut = np.concatenate([[0], np.cumsum(ps)]).tolist()
+        out = []
+        for i, (links, nbytes) in enumerate(rows):
+            a, b = wcut[i], wcut[i + 1]
+            out.append(_Terms(
+                gpus=gflat[a:b], sock=sock[a:b], ps_sockets=sflat[scut[i]:scut[i + 1]], per_w=per_w[:, a:b],
+                job=(float(w[i]), float(ps[i]), float(over[i]), float(batch[i]), bool(sync[i])),
+                links=links, base=nbytes / self.capacity[links],
+            ))
+        return out
+
+    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
+        """Speeds of ``jobs``: all together (they share GPUs, sockets and
+        links), or each alone (``isolated``). The per-job terms come from
+        ``_job_terms`` (cached per job, model, batch size and placement); what
+        depends on the other jobs (time-sharing, socket pressure, link
+        sharing) is solved here, vectorised over all jobs."""
+        n = len(jobs)
+        t = self.topology
+        terms = self._job_terms(jobs, placements, batch)
+        jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
+        w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
+        sync = jt[:, 4] > 0
+        all_sync = bool(sync.all())
+        if not all_sync:
+            refuse_async_allreduce(jobs, self.name)
+        wi = w.astype(np.int64)
+        wjob = np.repeat(np.arange(n), wi)
+        per_w = np.concatenate([x.per_w for x in terms], axis=1)
+        a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
+
+        # Per-worker compute: GPU type, time-sharing, socket pressure.
         if isolated:  # only the job's own tasks; its workers are on distinct GPUs
-            share = np.ones(gflat.size)
-            keys = wjob * t.n_sockets + sock
-            u_keys, u_cnt = np.unique(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
-                                      return_counts=True)
-            on_sock = u_cnt[np.searchsorted(u_keys, keys)]
+            on_sock = per_w[5]
+            comp_a = a_w
         else:
-            share = gpu_share_counts(placements, t.n_gpus)[gflat]
+            gflat = np.concatenate([x.gpus for x in terms])
+            sock = np.concatenate([x.sock for x in terms])
+            sflat = np.concatenate([x.ps_sockets for x in terms])
+            share = np.bincount(gflat, minlength=t.n_gpus)[gflat]
             tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
             on_sock = tasks_sock[sock]
+            comp_a = a_w * share
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
-        pressure = (on_sock - 1) / self.socket_gpus[sock]
-        c = 1.0 + sens[wjob] * pressure
+        pressure = (on_sock - 1) / sock_gpus
+        c = 1.0 + sens_w * pressure
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
-        gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
-        comp_i = (theta[wjob, 0] * local[wjob] / gspeed * share + theta[wjob, 1]) * c
-        starts = np.concatenate([[0], np.cumsum(w)[:-1]])
+        comp_i = (comp_a + th1) * c
+        starts = np.concatenate([[0], np.cumsum(wi)[:-1]])
         comp_max = np.maximum.reduceat(comp_i, starts)
-        over = theta[:, 3] * w + theta[:, 4] * ps
-        # Synchronous jobs wait for their slowest worker each step.
-        over = over + np.where(sync, self.straggler * comp_max * (w - 1), 0.0)
+        # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
+        over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        rows = self._traffic_rows(jobs, placements, batch)
-        lens = np.fromiter((r[0].size for r in rows), dtype=np.int64, count=n)
-        links = np.concatenate([r[0] for r in rows]) if lens.sum() else np.zeros(0, dtype=np.int64)
-        nbytes = np.concatenate([r[1] for r in rows]) if lens.sum() else np.zeros(0)
+        lens = np.fromiter((x.links.size for x in terms), dtype=np.int64, count=n)
+        links = np.concatenate([x.links for x in terms])
+        base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
         rjob = np.repeat(np.arange(n), lens)
-        base = nbytes / self.capacity[links]  # seconds on the link at full rate
-        comm = np.zeros(n)
-        rho = np.ones(links.size)
-        for _ in range(self.iterations + 1):
-            comm = np.zeros(n)
-            if links.size:
-                np.maximum.at(comm, rjob, base * rho)
-            t_iter = comp_max + over + comm
-            if not links.size:
-                break
+        # A job's time on its bottleneck link: its rows are contiguous, so where every job has
+        # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
+        by_segment = bool(lens.all())
+        seg = np.cumsum(lens) - lens
+        fixed = comp_max + over
+        stretched = base  # base * rho; rho starts at 1
+        for it in range(self.iterations + 1):
+            if by_segment:
+                comm = np.maximum.reduceat(stretched, seg)
+            else:
+                comm = np.zeros(n)
+                np.maximum.at(comm, rjob, stretched)
+            if it == self.iterations or not links.size:
+                break  # the last pass only needs comm
+            t_iter = fixed + comm
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
             # Rows are unique per (job, link): alone, a link's load is the job's own.
             U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
-            rho = np.maximum(1.0 + self.contention * (U - u), U)
+            stretched = base * np.maximum(1.0 + self.contention * (U - u), U)
         rest = over + comm
-        speed_sync = batch / (comp_max + rest)
-        speed_async = np.bincount(wjob, weights=local[wjob] / (comp_i + rest[wjob]), minlength=n)
+        speed_sync = bsz / (comp_max + rest)
+        if all_sync:
+            return speed_sync
+        speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
         return np.where(sync, speed_sync, speed_async)
+
+
+@dataclass(frozen=True, eq=False)
+class _Terms:
+    """What ``_solve`` needs of one job at one placement that no other job
+    changes: its GPUs, their sockets and its PS sockets; per worker (rows)
+    theta0 * local batch / GPU speed, theta1, compute sensitivity, GPUs of
+    its socket, local batch and tasks of the job alone on its socket; per job
+    (workers, PSs, theta3 w + theta4 p, batch size, sync); its traffic rows
+    (link ids) with their seconds at full rate."""
+
+    gpus: np.ndarray
+    sock: np.ndarray
+    ps_sockets: np.ndarray
+    per_w: np.ndarray
+    job: tuple[float, float, float, float, bool]
+    links: np.ndarray
+    base: np.ndarray
+

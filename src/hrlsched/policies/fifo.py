@@ -20,15 +20,29 @@ class FIFO(AllocationPolicy):
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         out: dict[int, Allocation] = {}
         free = int(view.topology.n_gpus)
+        queued = []
         for job, pl in zip(view.jobs, view.placements):
-            if pl is not None:
-                out[job.job_id] = Allocation(pl.n_workers, pl.n_ps)
-                free -= pl.n_workers
-        for job, pl in zip(view.jobs, view.placements):
-            if pl is not None:
+            if pl is None:
+                queued.append(job)
                 continue
+            w = len(pl.gpus)
+            out[job.job_id] = _allocation(w, len(pl.ps_sockets))
+            free -= w
+        for job in queued:
             if job.requested_gpus > free:
                 break
-            out[job.job_id] = Allocation(job.requested_gpus, 1 if job.arch == "ps" else 0)
+            out[job.job_id] = _allocation(job.requested_gpus, 1 if job.arch == "ps" else 0)
             free -= job.requested_gpus
         return out
+
+
+_ALLOCATIONS: dict[tuple[int, int], Allocation] = {}
+
+
+def _allocation(workers: int, ps: int) -> Allocation:
+    """``Allocation(workers, ps)``, one shared object per pair (frozen; called for
+    every running job at every decision point)."""
+    a = _ALLOCATIONS.get((workers, ps))
+    if a is None:
+        a = _ALLOCATIONS[(workers, ps)] = Allocation(workers, ps)
+    return a

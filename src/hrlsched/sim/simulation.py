@@ -37,11 +37,12 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, DecisionPoints, effective_job
 from hrlsched.core.catalogue import ModelProfile, get_profile
 from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
 from hrlsched.sim.result import SimResult
 from hrlsched.sim.state import SimState
-from hrlsched.sim.validation import Resources, check_decision, loads
+from hrlsched.sim.validation import Resources, check_decision, decision_loads, loads
 
 EPS = 1e-9
 _NEVER = 1 << 40
@@ -97,6 +98,20 @@ class StepResult:
     rounds: int = 0
 
 
+@dataclass(frozen=True, eq=False)
+class RunSet:
+    """The running jobs (indices, in active order) and what ``_advance`` reads
+    of them that changes only when the running set or its placements do: total
+    work, their mean slowdown, and the busy GPUs. Kept
+    in ``SimState.run_set`` until a decision changes something or a job
+    finishes."""
+
+    run: np.ndarray
+    total: np.ndarray
+    mean_slow: float
+    busy: int
+
+
 class Simulation:
     """A trace-driven cluster simulation stepped one decision at a time.
 
@@ -145,6 +160,11 @@ class Simulation:
             np.array([p.worker_cores for p in profiles]), np.array([p.worker_mem_gb for p in profiles]),
             np.array([p.ps_cores for p in profiles]), np.array([p.ps_mem_gb for p in profiles]),
         )
+        # Whole numbers of cores and GiB (the built-in catalogue's), with sums far from 2**53:
+        # every sum of them is exact whatever the order, so a finishing job's load can be
+        # taken off on its own with the same result as recomputing the loads.
+        figs = np.concatenate([self.res.w_cores, self.res.w_mem, self.res.p_cores, self.res.p_mem]).astype(float)
+        self._whole_loads = bool(np.all(figs == np.round(figs)) and np.all(np.abs(figs) < 2.0**30))
         iso = np.array(
             [perf.isolated_speed(j, j.requested_gpus, j.num_ps_requested) for j in jobs_], dtype=float
         )
@@ -152,6 +172,7 @@ class Simulation:
         self.progress_dependent = bool(perf.progress_dependent)
         # Jobs with a chosen architecture/mode, made once: (index, arch, mode) -> Job.
         self._variants: dict[tuple[int, str, str], Job] = {}
+        self._allowed_seen: set[tuple[str, int, object]] = set()  # arch/mode choices found allowed (static)
         self._seed = 0
         self._view_perf: PerformanceModel = perf
         self._state: SimState | None = None
@@ -261,11 +282,28 @@ class Simulation:
         )
 
     # ------------------------------------------------------------- internals
+    def _act(self, st: SimState) -> np.ndarray:
+        """``st.active`` as an index array (kept until a job arrives or finishes)."""
+        act = st.act_idx
+        if act is None:
+            act = st.act_idx = np.array(st.active, dtype=np.int64)
+        return act
+
+    def _run_set(self, st: SimState, act: np.ndarray) -> RunSet:
+        rs = st.run_set
+        if rs is None:
+            run = act[st.n_workers[act] > 0]
+            slow = st.slowdown[run]
+            # ndarray.mean's arithmetic, without its overhead
+            mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
+            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)))
+        return rs
+
     def _view(self) -> ClusterView:
         st = self.state
-        act = np.asarray(st.active, dtype=np.int64)
+        act = self._act(st)
         if st.work_factor is None:
-            remaining = (self.total - st.progress)[act]
+            remaining = self.total[act] - st.progress[act]
         else:
             remaining = np.maximum(self.total[act] * st.work_factor[act] - st.progress[act], 0.0)
         return ClusterView(
@@ -306,6 +344,7 @@ class Simulation:
             while st.next_arrival < n and arrival[st.next_arrival] <= st.time_s + EPS:
                 i = st.next_arrival
                 st.active.append(i)
+                st.act_idx = None
                 st.is_active[i] = True
                 st.next_arrival += 1
                 st.dirty = True
@@ -336,7 +375,7 @@ class Simulation:
         """Check and apply a decision; True if speeds were recomputed."""
         st, cfg = self.state, self.cfg
         new, new_loads, choices = check_decision(
-            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu
+            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen
         )
         st.calls += 1
         st.dirty = False
@@ -351,6 +390,8 @@ class Simulation:
             changed.append(i)
         for i, (a, m) in choices.items():
             st.jobs[i] = self._job(i, a, m)
+        if decision.arch or decision.mode:
+            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
         for i, pl in new.items():
             old = running.get(i)
@@ -367,6 +408,8 @@ class Simulation:
                 continue
             running[i] = placements[i] = pl
             st.n_workers[i], st.n_ps[i] = pl.n_workers, pl.n_ps
+            st.per_held[2:5, i] = pl.n_workers
+            st.per_held[5, i] = pl.n_ps
             if np.isnan(st.start[i]):
                 st.start[i] = st.time_s
                 st.delay_left[i] = self.restart_cost[i] if cfg.restart_on_first_start else 0.0
@@ -377,26 +420,48 @@ class Simulation:
             changed.append(i)
         if not changed:
             return False
+        if new_loads is None:  # only kept placements (some jobs preempted): loads of what is left
+            new_loads = decision_loads(new, self.topo, self.res, self.max_tasks_per_gpu, st.jobs)
         st.gpu_tasks[:], st.cores_used[:], st.mem_used[:] = new_loads
+        st.run_set = None
         st.rate[:] = 0.0
         st.speed[:] = 0.0
         if running:
             perf = self.perf
-            ri = np.fromiter(running.keys(), dtype=np.int64, count=len(running))
+            keys = list(running)
+            ri = np.array(keys, dtype=np.int64)
             pls = list(running.values())
-            rj = [st.jobs[i] for i in ri]
-            sp = perf.speeds(rj, pls, st.batch[ri])
-            if np.any(~np.isfinite(sp)) or np.any(sp <= 0):
+            jobs = st.jobs
+            rj = [jobs[i] for i in keys]  # Python ints index a list faster than numpy ones
+            rb = st.batch[ri]
+            sp = perf.speeds(rj, pls, rb)
+            if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
-            st.rate[ri] = sp * perf.efficiency(rj, pls, st.batch[ri], st.progress[ri])
+            st.rate[ri] = sp * perf.efficiency(rj, pls, rb, st.progress[ri])
             moved = [i for i in changed if i in running]
             if moved:
                 st.alone[moved] = perf.alone_speeds([st.jobs[i] for i in moved], [running[i] for i in moved],
                                                     st.batch[moved])
             st.slowdown[ri] = np.maximum(st.alone[ri] / sp, 1.0)
         return True
+
+    def _release(self, st: SimState, i: int, pl: Placement) -> None:
+        """Take job ``i``'s tasks at ``pl`` off the GPU and server loads. Only
+        where every CPU and memory figure is a whole number (``_whole_loads``):
+        the sums are then exact in any order, the same as subtracting the
+        job's ``loads`` at once."""
+        g = np.array(pl.gpus, dtype=np.int64)
+        st.gpu_tasks[g] -= 1  # a job's workers are on distinct GPUs
+        gs = self.topo.gpu_server[g]
+        res = self.res
+        np.subtract.at(st.cores_used, gs, res.w_cores[i])
+        np.subtract.at(st.mem_used, gs, res.w_mem[i])
+        if pl.ps_sockets:
+            ss = self.topo.socket_server[np.array(pl.ps_sockets, dtype=np.int64)]
+            np.subtract.at(st.cores_used, ss, res.p_cores[i])
+            np.subtract.at(st.mem_used, ss, res.p_mem[i])
 
     def _advance(self, just_set: bool, acc: StepResult) -> None:
         """Advance one round, or several when nothing can happen in between
@@ -405,9 +470,9 @@ class Simulation:
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
-        act = np.asarray(st.active, dtype=np.int64)
-        run = act[st.n_workers[act] > 0]
-        total = self.total
+        act = self._act(st)
+        rs = self._run_set(st, act)
+        run = rs.run
         jump = self.points != "round"
         if self.progress_dependent and run.size and (jump or not just_set):
             # Statistical efficiency moves with progress (e.g. per epoch).
@@ -421,11 +486,12 @@ class Simulation:
         if run.size:
             # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
             prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
-            fin_rel = d + (total[run] - prog) / rate
+            fin_rel = d + (rs.total - prog) / rate
+            first_fin = float(fin_rel.min())
         if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
-            k_fin = math.ceil(float(fin_rel.min()) / T - EPS) if run.size else _NEVER
+            k_fin = math.ceil(first_fin / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
             k_re = math.ceil((st.recheck_s - t) / T - EPS) if st.recheck_s < math.inf else _NEVER
@@ -439,32 +505,25 @@ class Simulation:
         dt = k * T
 
         n_act = len(st.active)
-        busy = int(np.count_nonzero(st.gpu_tasks))
-        if run.size:
-            slow = st.slowdown[run]
-            mean_slow = float(slow.sum() / slow.size)  # ndarray.mean's arithmetic, without its overhead
-        else:
-            mean_slow = 1.0
-        st.record.append((st.time_s, k, busy, n_act - run.size, run.size, mean_slow))
+        st.record.append((st.time_s, k, rs.busy, n_act - run.size, run.size, rs.mean_slow))
 
         # Advance running jobs by dt; those that finish stop at their exact time.
         st.contention[act] += n_act * dt  # corrected below for jobs that finish early
         acc.job_seconds += n_act * dt
         if run.size:
-            fin = fin_rel <= dt + EPS
-            held = np.where(fin, np.minimum(fin_rel, dt), dt)
+            any_fin = first_fin <= dt + EPS  # some fin_rel <= dt + EPS
+            fin = fin_rel <= dt + EPS if any_fin else None
+            # Where no job finishes every job holds the whole dt: the scalar gives the same values.
+            held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
             productive = np.maximum(held - d, 0.0)
-            st.progress[run] = np.where(fin, total[run], prog + rate * productive)
+            st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
             st.delay_left[run] = np.maximum(d - dt, 0.0)
-            held_w = held * st.n_workers[run]
-            st.hold_s[run] += held
-            st.prod_s[run] += productive
-            st.gpu_s[run] += held_w
-            st.attained[run] += held_w
-            st.worker_s[run] += held_w
-            st.ps_s[run] += held * st.n_ps[run]
-            st.slow_s[run] += held * slow
-            if fin.any():
+            # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
+            # PSs, slowdown), prod_s += productive: the same products, added in one operation.
+            add = st.per_held[:, run] * held
+            add[1] = productive
+            st.held[:, run] += add
+            if any_fin:
                 fi = run[fin]
                 early = dt - fin_rel[fin]
                 st.finish[fi] = st.time_s + fin_rel[fin]
@@ -473,15 +532,22 @@ class Simulation:
                 st.done[fi] = True
                 st.is_active[fi] = False
                 gone = [st.running.pop(int(i)) for i in fi]
-                dg, dc, dm = loads(self.topo, gone, fi, self.res)
-                st.gpu_tasks -= dg
-                st.cores_used -= dc
-                st.mem_used -= dm
+                if self._whole_loads and fi.size <= 2:  # more at once: one vectorised pass is cheaper
+                    for i, p in zip(fi.tolist(), gone):
+                        self._release(st, i, p)
+                else:
+                    dg, dc, dm = loads(self.topo, gone, fi, self.res)
+                    st.gpu_tasks -= dg
+                    st.cores_used -= dc
+                    st.mem_used -= dm
                 for i in fi:
                     st.placements[i] = None
                     acc.completions.append(self.jobs[i].job_id)
                 st.n_workers[fi] = st.n_ps[fi] = 0
-                st.active = [i for i in st.active if not st.done[i]]
+                gone_i = set(fi.tolist())
+                st.active = [i for i in st.active if i not in gone_i]
+                st.act_idx = st.run_set = None
+                st.n_finished += int(fi.size)
                 st.dirty = True
         st.time_s += dt
         st.round_index += k

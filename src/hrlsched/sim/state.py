@@ -16,6 +16,11 @@ import numpy as np
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 
+# Rows of ``SimState.held``: each the integral, over the time a job holds resources, of
+# 1, 1 outside restarts, its workers (three times: GPU-seconds, attained service, worker-seconds),
+# its PSs, its slowdown.
+HELD_ROWS = ("hold_s", "prod_s", "gpu_s", "attained", "worker_s", "ps_s", "slow_s")
+
 
 @dataclass(eq=False)
 class SimState:
@@ -68,6 +73,20 @@ class SimState:
     pending_job_s: float = 0.0
     # The last decision's ``recheck_s`` (inf: none): under "events", a decision point too.
     recheck_s: float = math.inf
+    # The per-job integrals over held time, as rows of one array (``HELD_ROWS``; the fields above
+    # are its rows) so that a round adds to all of them in one operation.
+    held: np.ndarray = field(default_factory=lambda: np.zeros((len(HELD_ROWS), 0)))
+    # Per job, what a second held adds to each row of ``held``: 1, 1 (replaced by the time outside
+    # restarts), workers (x3), PSs, slowdown (``slowdown`` is that row), set where those change.
+    per_held: np.ndarray = field(default_factory=lambda: np.ones((len(HELD_ROWS), 0)))
+    # Derived, kept between steps by the engine (None: to recompute, after a change): ``active`` as
+    # an index array, and the running jobs' ``RunSet`` (sim.simulation).
+    act_idx: np.ndarray | None = None
+    run_set: object | None = None
+    # Jobs finished so far, and the last applied decision's (arch, mode, finished then): a decision
+    # with the same choices while no job finished needs no new check (sim.validation).
+    n_finished: int = 0
+    last_choices: tuple[dict, dict, int] | None = None
 
     @classmethod
     def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:
@@ -76,13 +95,18 @@ class SimState:
         def z() -> np.ndarray:
             return np.zeros(n)
 
+        held = np.zeros((len(HELD_ROWS), n))
+        per_held = np.ones((len(HELD_ROWS), n))
+        per_held[2:6] = 0.0
+
         return cls(
             time_s=0.0, round_index=0, next_arrival=0, active=[], dirty=True, calls=0,
             jobs=list(jobs), is_active=np.zeros(n, dtype=bool), done=np.zeros(n, dtype=bool),
             progress=z(), batch=np.array([j.batch_size for j in jobs], dtype=np.int64),
             start=np.full(n, np.nan), finish=np.full(n, np.nan), restarts=np.zeros(n, dtype=np.int64),
-            gpu_s=z(), hold_s=z(), worker_s=z(), ps_s=z(), slow_s=z(), prod_s=z(), attained=z(),
-            contention=z(), delay_left=z(), rate=z(), speed=z(), slowdown=np.ones(n), alone=np.ones(n),
+            hold_s=held[0], prod_s=held[1], gpu_s=held[2], attained=held[3], worker_s=held[4], ps_s=held[5],
+            slow_s=held[6], held=held, per_held=per_held,
+            contention=z(), delay_left=z(), rate=z(), speed=z(), slowdown=per_held[6], alone=np.ones(n),
             n_workers=np.zeros(n, dtype=np.int64), n_ps=np.zeros(n, dtype=np.int64),
             placements=[None] * n, running={},
             gpu_tasks=np.zeros(n_gpus, dtype=np.int64), cores_used=np.zeros(n_servers),

@@ -74,16 +74,29 @@ def check_placement(topo: Topology, jid: int, arch: str, pl: object) -> None:
 
 
 def check_choices(
-    decision: Decision, st: SimState, index: dict[int, int], base: Sequence[Job]
+    decision: Decision, st: SimState, index: dict[int, int], base: Sequence[Job],
+    allowed_seen: set[tuple[str, int, object]] | None = None,
 ) -> dict[int, tuple[str, str]]:
     """Validated architecture/mode choices: {job index: (arch, mode)} for the
-    jobs whose effective architecture or mode changes."""
+    jobs whose effective architecture or mode changes. ``allowed_seen``: a
+    set the caller keeps over calls with the same ``base`` jobs, of
+    (what, job id, value) already found allowed for the job (the check does
+    not depend on the state; most decisions repeat every job's choice)."""
+    last = st.last_choices
+    if last is not None and last[2] == st.n_finished and decision.arch == last[0] and decision.mode == last[1]:
+        # The choices of the last applied decision: still all active (none finished), still
+        # allowed, and already the jobs' effective ones: no change.
+        return {}
     out: dict[int, tuple[str, str]] = {}
+    is_active = st.is_active
+    seen = allowed_seen if allowed_seen is not None else set()
     for what, table, allowed in (("arch", decision.arch, ARCHS), ("mode", decision.mode, MODES)):
         for jid, v in table.items():
             i = index.get(jid)
-            if i is None or not st.is_active[i]:
+            if i is None or not is_active[i]:
                 raise InvalidDecisionError(f"job {jid}: {what} given for a job that is not active")
+            if (what, jid, v) in seen:
+                continue
             if v not in allowed:
                 raise InvalidDecisionError(f"job {jid}: {what} must be one of {list(allowed)}, got {v!r}")
             job = base[i]
@@ -93,6 +106,8 @@ def check_choices(
                 raise InvalidDecisionError(
                     f"job {jid}: {what} is fixed to {own!r} by the job ({what}_open is false), got {v!r}"
                 )
+            if type(v) is str:  # hashable, and the same value next time
+                seen.add((what, jid, v))
     for jid in decision.arch.keys() | decision.mode.keys():
         i = index[jid]
         cur = st.jobs[i]
@@ -115,23 +130,30 @@ def check_decision(
     base: Sequence[Job],
     res: Resources,
     max_share: int,
-) -> tuple[dict[int, Placement], tuple[np.ndarray, np.ndarray, np.ndarray], dict[int, tuple[str, str]]]:
+    allowed_seen: set[tuple[str, int, object]] | None = None,
+) -> tuple[dict[int, Placement], tuple[np.ndarray, np.ndarray, np.ndarray] | None, dict[int, tuple[str, str]]]:
     """Check a decision against the cluster. Returns {job index: canonical
-    placement}, the loads it puts on GPUs and servers, and the architecture /
-    mode changes {job index: (arch, mode)}."""
+    placement}, the loads it puts on GPUs and servers (None when every
+    placement is a running job's, unchanged: then it needs no load check, and
+    ``decision_loads`` gives the loads if the caller needs them), and the
+    architecture / mode changes {job index: (arch, mode)}. ``allowed_seen``:
+    see ``check_choices``."""
     if not isinstance(decision, Decision):
         raise InvalidDecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
     jobs = st.jobs
-    choices = check_choices(decision, st, index, base) if decision.arch or decision.mode else {}
+    choices = check_choices(decision, st, index, base, allowed_seen) if decision.arch or decision.mode else {}
     out: dict[int, Placement] = {}
+    running, is_active = st.running, st.is_active
+    all_kept = True
     for jid, pl in decision.placements.items():
         i = index.get(jid)
-        if i is None or not st.is_active[i]:
+        if i is None or not is_active[i]:
             raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
-        old = st.running.get(i)
+        old = running.get(i)
         if old is not None and pl is old and i not in choices:  # unchanged: checked when it was made
             out[i] = pl
             continue
+        all_kept = False
         check_placement(topo, jid, choices[i][0] if i in choices else jobs[i].arch, pl)
         out[i] = pl.canonical()
     for jid, bs in decision.batch_sizes.items():
@@ -139,6 +161,18 @@ def check_decision(
             raise InvalidDecisionError(f"job {jid}: batch size given for a job that does not run")
         if not isinstance(bs, (int, np.integer)) or isinstance(bs, bool) or bs < 1:
             raise InvalidDecisionError(f"job {jid}: batch size must be a positive integer, got {bs!r}")
+    if all_kept:
+        # Every placement is a running one, unchanged: a subset of the running set, which is a
+        # subset of the last decision's, checked as a whole (loads only grow with more tasks).
+        return out, None, choices
+    return out, decision_loads(out, topo, res, max_share, jobs), choices
+
+
+def decision_loads(
+    out: dict[int, Placement], topo: Topology, res: Resources, max_share: int, jobs: Sequence[Job]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The loads of the placements ``out`` ({job index: placement}) on GPUs and
+    servers, checked against the time-sharing limit and the servers' capacity."""
     idx = np.fromiter(out.keys(), dtype=np.int64, count=len(out))
     pls = list(out.values())
     tasks, cores, mem = loads(topo, pls, idx, res)
@@ -159,4 +193,4 @@ def check_decision(
                 or any(topo.socket_server[x] == s for x in p.ps_sockets)
             )
             raise InvalidDecisionError(f"jobs {who}: need {used[s]:g} {what} on server {s}, which has {cap[s]:g}")
-    return out, (tasks, cores, mem), choices
+    return tasks, cores, mem

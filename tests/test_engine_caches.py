@@ -1,0 +1,114 @@
+"""What the engine and the analytic model keep between steps must follow the
+state: the load check skipped for decisions that only keep running jobs, the
+remembered arch/mode choices, the running jobs' per-round factors, and the
+analytic model's per-job solve terms."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from hrlsched.cluster import Placement, Topology
+from hrlsched.contract import Decision, InvalidDecisionError
+from hrlsched.core import CATALOGUE
+from hrlsched.perf.analytic import AnalyticModel
+from hrlsched.sim import EngineConfig, Simulation
+from hrlsched.sim.validation import loads
+from tests.conftest import small_spec
+from tests.helpers import job
+
+ENG = EngineConfig(round_s=60.0, restart_s=30.0)
+
+
+def _open(j):
+    return dataclasses.replace(j, arch_open=True, mode_open=True)
+
+
+def test_kept_placements_after_a_preemption_leave_the_loads_of_what_runs(topo, perf) -> None:
+    jobs = [job(0, samples=1e9, gpus=2), job(1, samples=1e9)]
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    a, b = Placement((0, 1), (0,)), Placement((4,), (2,))
+    sim.step(Decision({0: a, 1: b}))
+    kept = sim.state.running[0]
+    sim.step(Decision({0: kept}))  # job 0's own placement object, job 1 preempted
+    st = sim.state
+    want = loads(topo, [kept], [0], sim.res)
+    np.testing.assert_array_equal(st.gpu_tasks, want[0])
+    np.testing.assert_array_equal(st.cores_used, want[1])
+    np.testing.assert_array_equal(st.mem_used, want[2])
+    assert st.n_workers[1] == 0 and st.placements[1] is None
+    # The same decision again changes nothing, and job 1 can come back where it was.
+    sim.step(Decision({0: kept}))
+    sim.step(Decision({0: kept, 1: b}))
+    assert sim.state.gpu_tasks[4] == 1 and sim.state.restarts[1] == 1
+
+
+def test_kept_placement_with_a_new_arch_is_checked(topo, perf) -> None:
+    sim = Simulation(topo, [_open(job(0, samples=1e9, arch="ps"))], perf, ENG)
+    sim.reset()
+    sim.step(Decision({0: Placement((0,), (0,))}))
+    kept = sim.state.running[0]
+    with pytest.raises(InvalidDecisionError, match="all-reduce job has no parameter servers"):
+        sim.step(Decision({0: kept}, arch={0: "allreduce"}))
+
+
+def test_repeated_choices_naming_a_finished_job_are_rejected(topo, perf) -> None:
+    jobs = [_open(job(0, samples=10.0)), _open(job(1, samples=1e9))]
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    arch, mode = {0: "ps", 1: "ps"}, {0: "sync", 1: "sync"}
+    out = sim.step(Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,))}, arch=arch, mode=mode))
+    assert out.completions == [0]
+    with pytest.raises(InvalidDecisionError, match="job 0: arch given for a job that is not active"):
+        sim.step(Decision({1: sim.state.running[1]}, arch=arch, mode=mode))
+
+
+def test_choices_of_a_rejected_decision_are_not_remembered(topo, perf) -> None:
+    sim = Simulation(topo, [_open(job(0, samples=1e9, arch="ps"))], perf, ENG)
+    sim.reset()
+    sim.step(Decision({0: Placement((0,), (0,))}, arch={0: "ps"}))
+    with pytest.raises(InvalidDecisionError):
+        sim.step(Decision({0: Placement((0,), (0,))}, arch={0: "allreduce"}))  # a PS for all-reduce
+    # The same choice with a valid placement: applied (not taken as the current one).
+    out = sim.step(Decision({0: Placement((0,))}, arch={0: "allreduce"}))
+    assert out.restarts == [0] and out.view.jobs[0].arch == "allreduce"
+
+
+def test_round_integrals_follow_a_change_of_workers(topo, perf) -> None:
+    sim = Simulation(topo, [job(0, samples=1e9)], perf, ENG)
+    sim.reset()
+    one, two = Placement((0,), (0,)), Placement((0, 1), (0,))
+    for _ in range(3):
+        sim.step(Decision({0: sim.state.running.get(0, one)}))
+    for _ in range(2):
+        sim.step(Decision({0: two if sim.state.placements[0] == one else sim.state.running[0]}))
+    st = sim.state
+    assert st.hold_s[0] == 300.0 and st.ps_s[0] == 300.0
+    assert st.gpu_s[0] == st.worker_s[0] == st.attained[0] == 180.0 + 2 * 120.0
+    assert st.prod_s[0] == 300.0 - 60.0  # two restart delays of 30 s
+    assert st.slow_s[0] == pytest.approx(300.0)  # alone: slowdown 1
+
+
+def test_analytic_terms_cache_gives_what_a_fresh_model_gives() -> None:
+    topo = Topology.from_spec(small_spec(servers=3))
+    kept = AnalyticModel(topo, CATALOGUE)
+    models = ["resnet-50", "vgg-16", "bert", "deepspeech2"]
+    rng = np.random.default_rng(5)
+    for _ in range(40):
+        n = int(rng.integers(1, 5))
+        jobs, pls = [], []
+        free = list(rng.permutation(topo.n_gpus))
+        for k in range(n):
+            arch = "allreduce" if rng.random() < 0.5 else "ps"
+            w = int(rng.integers(1, 4))
+            gpus = tuple(int(free.pop()) for _ in range(w))
+            ps = tuple(int(x) for x in rng.integers(0, topo.n_sockets, int(rng.integers(1, 3)))) if arch == "ps" else ()
+            jobs.append(job(k, model=models[int(rng.integers(len(models)))], arch=arch))
+            pls.append(Placement(gpus, ps))
+        batch = rng.choice([16, 32, 64], size=n)
+        fresh = AnalyticModel(topo, CATALOGUE)
+        np.testing.assert_array_equal(kept.speeds(jobs, pls, batch), fresh.speeds(jobs, pls, batch))
+        np.testing.assert_array_equal(kept.isolated_speeds(jobs, pls, batch), fresh.isolated_speeds(jobs, pls, batch))
