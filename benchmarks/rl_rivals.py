@@ -11,6 +11,13 @@ beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
   in ``benchmarks/hrl_quality.py``), where placement and interference matter.
 
     .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--dl2 PATH] [--harmony PATH] [--only dl2|harmony]
+    .venv/bin/python benchmarks/rl_rivals.py --dl2-decisions 100   # DL2's choices against DRF's
+
+``--dl2-decisions SEED`` runs DL2 greedy on ``default`` (a held-back seed,
+100-104, by convention) and, at each of its decision points, also builds
+the allocation its teacher (DRF's increments in DL2's action space) would
+make in the same state; it prints how many jobs get the same number of
+workers, and the remaining work of those DL2 gives more and fewer.
 
 Every run is simulated afresh in this process (no cached run directories:
 a new checkpoint always gives new figures).
@@ -42,13 +49,59 @@ def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpo
     return float(summary(simulate(cfg), policy, scenario)["avg_jct_s"])
 
 
+def dl2_decisions(seed: int, checkpoint: str | None) -> None:
+    from hrlsched.agent import dl2
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    sched = dl2.DL2Scheduler(checkpoint)
+    decide = sched.decide
+    counts = {"same": 0, "more": 0, "fewer": 0}
+    rem: dict[str, list[float]] = {"all": [], "more": [], "fewer": []}
+
+    def allocations(view, choose) -> dict:  # type: ignore[no-untyped-def]
+        pt = dl2.Point(view, sched.cfg, sched.cache, sched.profiles)
+        while not pt.done:
+            pt.act(choose(pt))
+        return pt.allocations()
+
+    def both(view):  # type: ignore[no-untyped-def]
+        mine, drf = allocations(view, sched.choose), allocations(view, lambda pt: pt.drf_action())
+        left = dict(zip(view.job_ids.tolist(), view.remaining.tolist()))
+        for jid in set(mine) | set(drf):
+            a = mine[jid].workers if jid in mine else 0
+            b = drf[jid].workers if jid in drf else 0
+            key = "same" if a == b else "more" if a > b else "fewer"
+            counts[key] += 1
+            rem["all"].append(left[jid])
+            if key != "same":
+                rem[key].append(left[jid])
+        return decide(view)
+
+    sched.decide = both  # type: ignore[method-assign]
+    built = build_scenario(resolve_run_config("default", "dl2", seed).scenario, seed)
+    Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed, predictor=built.predictor).run()
+    n = sum(counts.values())
+    print(f"== dl2 against its teacher DRF on default seed {seed}, at dl2's {sched.points} decision points: "
+          f"{n} job allocations")
+    print(f"  the same workers: {counts['same']} ({counts['same'] / max(n, 1):.1%}); more than DRF: "
+          f"{counts['more']}; fewer: {counts['fewer']}")
+    print("  median remaining work (samples): "
+          + ", ".join(f"{k} {np.median(v):,.0f}" for k, v in rem.items() if v))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--seeds", type=int, default=5, help="evaluation seeds 0..N-1")
     ap.add_argument("--dl2", help="DL2 checkpoint (default: the shipped one)")
     ap.add_argument("--harmony", help="Harmony checkpoint (default: the shipped one)")
     ap.add_argument("--only", choices=sorted(MATCHES), action="append")
+    ap.add_argument("--dl2-decisions", type=int, metavar="SEED", help="DL2's choices against DRF's on this seed")
     args = ap.parse_args()
+    if args.dl2_decisions is not None:
+        dl2_decisions(args.dl2_decisions, args.dl2)
+        return 0
     if args.seeds < 1:
         ap.error("--seeds: expected at least 1")
     for name in args.only or list(MATCHES):
