@@ -201,6 +201,7 @@ class DecisionPoint:
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
         self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cand_base: dict[tuple, np.ndarray] = {}  # the candidate rows' fixed part (``_candidate_matrix``)
+        self._cand_full: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per ``base``: (it, full, flat)
         self._menu_ps: dict[tuple, bool] = {}
         self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
         self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
@@ -891,10 +892,18 @@ class DecisionPoint:
         """The candidate rows of the current job (``t.size`` rows); only the
         valid slots are computed (``_candidate_rows``), the others stay zero."""
         base, dyn, ix = self._candidate_rows()
-        sub = base.copy()
-        sub[:, DYN_COLUMNS] = dyn
-        out = np.zeros((self.table.size, sub.shape[1]), dtype=np.float32)
-        out[ix] = sub
+        # ``base`` spread over the menu's rows, kept per ``base`` (the same object while its key
+        # holds), and where ``dyn`` goes in it as flat indices: a copy and one ``put`` per choice
+        e = self._cand_full.get(id(base))
+        if e is None or e[0] is not base:  # holds ``base``: its id is not reused while here
+            if len(self._cand_full) > 4096:
+                self._cand_full.clear()
+            full = np.zeros((self.table.size, base.shape[1]), dtype=np.float32)
+            full[ix] = base
+            flat = (ix[:, None] * base.shape[1] + np.array(DYN_COLUMNS)).ravel()
+            e = self._cand_full[id(base)] = (base, full, flat)
+        out = e[1].copy()
+        np.put(out, e[2], dyn)  # ``dyn``'s rows in C order, as ``flat``
         return out
 
     def _candidate_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
