@@ -180,6 +180,9 @@ class DecisionPoint:
         self._sm[: topo.n_sockets] = 1
         self._lm = np.zeros(self.max_links, dtype=np.int8)
         self._lm[:n_links] = 1
+        self._one_hot = np.eye(self.max_jobs + 1, self.max_jobs, dtype=np.int8)  # ``current_job`` per k; last: none
+        self._ctx_alloc = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        self._ctx_alloc[0] = 1.0
         self._tw, self._tp = t.workers.astype(float), t.ps.astype(float)
         self._ta, self._tm = (t.arch == 0).astype(float), (t.mode == 1).astype(float)
         self._min_workers = int(t.workers[t.workers > 0].min())
@@ -348,9 +351,7 @@ class DecisionPoint:
             self._prepare()
         board = self.board
         n, k = self.n_dec, self.k
-        cur = np.zeros(self.max_jobs, dtype=np.int8)
-        if 0 <= k < n:
-            cur[k] = 1
+        cur = self._one_hot[k if 0 <= k < n else -1].copy()  # one copy of a kept row
         obs = {"cluster": self._cluster_row(), "context": self._context_row(), "current_job": cur,
                "action_mask": self._mask.copy()}
         if self.agent_allocates:
@@ -397,15 +398,14 @@ class DecisionPoint:
                         dtype=np.float32)
 
     def _context_row(self) -> np.ndarray:
-        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
         part = self.part
-        if part is None:
-            ctx[0] = 1.0
-        else:
-            ctx[1 if part.placing_worker else 2] = 1.0
-            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
-            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
-            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
+        if part is None:  # an allocation choice: always the same row
+            return self._ctx_alloc.copy()
+        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        ctx[1 if part.placing_worker else 2] = 1.0
+        ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
+        ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
+        ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
         return ctx
 
     def allocation_choice(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
