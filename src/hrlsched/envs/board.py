@@ -103,6 +103,20 @@ class _Occupancy(Occupancy):
         r.sync(self)
         return r
 
+    def worker_capacity(self, job: Job, reserve_ps: int = 0) -> np.ndarray:
+        """``Occupancy.worker_capacity``; with no PS reserved, from the
+        model's ``ModelRoom`` (the same values, kept up to date server by
+        server) rather than the 128-server array formulas again after each
+        commitment."""
+        if reserve_ps != 0 or self._index is None:  # (without the index, ``_apply`` keeps no log)
+            return super().worker_capacity(job, reserve_ps)
+        key = (job.model, 0)
+        cap = self._capacity.get(key)
+        if cap is None:
+            cap = self._capacity[key] = np.array(self.room(job).cap, dtype=np.int64)
+            cap.flags.writeable = False
+        return cap
+
     def free_count(self) -> int:
         """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
         if self._n_free is None:

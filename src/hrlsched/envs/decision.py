@@ -180,6 +180,9 @@ class DecisionPoint:
         self._sm[: topo.n_sockets] = 1
         self._lm = np.zeros(self.max_links, dtype=np.int8)
         self._lm[:n_links] = 1
+        self._one_hot = np.eye(self.max_jobs + 1, self.max_jobs, dtype=np.int8)  # ``current_job`` per k; last: none
+        self._ctx_alloc = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        self._ctx_alloc[0] = 1.0
         self._tw, self._tp = t.workers.astype(float), t.ps.astype(float)
         self._ta, self._tm = (t.arch == 0).astype(float), (t.mode == 1).astype(float)
         self._min_workers = int(t.workers[t.workers > 0].min())
@@ -201,6 +204,7 @@ class DecisionPoint:
         self._nearest: dict[tuple, int] = {}  # the hint's slot, per (valid slots, hint)
         self._valid_sets: dict[bytes, tuple[list[int], np.ndarray, np.ndarray, np.ndarray]] = {}
         self._cand_base: dict[tuple, np.ndarray] = {}  # the candidate rows' fixed part (``_candidate_matrix``)
+        self._cand_full: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}  # per ``base``: (it, full, flat)
         self._menu_ps: dict[tuple, bool] = {}
         self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
         self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
@@ -347,9 +351,7 @@ class DecisionPoint:
             self._prepare()
         board = self.board
         n, k = self.n_dec, self.k
-        cur = np.zeros(self.max_jobs, dtype=np.int8)
-        if 0 <= k < n:
-            cur[k] = 1
+        cur = self._one_hot[k if 0 <= k < n else -1].copy()  # one copy of a kept row
         obs = {"cluster": self._cluster_row(), "context": self._context_row(), "current_job": cur,
                "action_mask": self._mask.copy()}
         if self.agent_allocates:
@@ -396,15 +398,14 @@ class DecisionPoint:
                         dtype=np.float32)
 
     def _context_row(self) -> np.ndarray:
-        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
         part = self.part
-        if part is None:
-            ctx[0] = 1.0
-        else:
-            ctx[1 if part.placing_worker else 2] = 1.0
-            ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
-            ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
-            ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
+        if part is None:  # an allocation choice: always the same row
+            return self._ctx_alloc.copy()
+        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
+        ctx[1 if part.placing_worker else 2] = 1.0
+        ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
+        ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
+        ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
         return ctx
 
     def allocation_choice(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -891,10 +892,18 @@ class DecisionPoint:
         """The candidate rows of the current job (``t.size`` rows); only the
         valid slots are computed (``_candidate_rows``), the others stay zero."""
         base, dyn, ix = self._candidate_rows()
-        sub = base.copy()
-        sub[:, DYN_COLUMNS] = dyn
-        out = np.zeros((self.table.size, sub.shape[1]), dtype=np.float32)
-        out[ix] = sub
+        # ``base`` spread over the menu's rows, kept per ``base`` (the same object while its key
+        # holds), and where ``dyn`` goes in it as flat indices: a copy and one ``put`` per choice
+        e = self._cand_full.get(id(base))
+        if e is None or e[0] is not base:  # holds ``base``: its id is not reused while here
+            if len(self._cand_full) > 4096:
+                self._cand_full.clear()
+            full = np.zeros((self.table.size, base.shape[1]), dtype=np.float32)
+            full[ix] = base
+            flat = (ix[:, None] * base.shape[1] + np.array(DYN_COLUMNS)).ravel()
+            e = self._cand_full[id(base)] = (base, full, flat)
+        out = e[1].copy()
+        np.put(out, e[2], dyn)  # ``dyn``'s rows in C order, as ``flat``
         return out
 
     def _candidate_rows(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
