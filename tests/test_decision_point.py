@@ -243,10 +243,11 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
             assert room.ps_total == float(np.maximum(k, 0).sum())
 
 
-def test_allocation_choice_is_the_light_observation() -> None:
-    """``allocation_choice`` (the hrl policy's scorer inputs) gives the same
-    arrays as ``observation(full=False)``: the current job, cluster and context
-    rows, candidate rows and valid actions, over a whole episode with a hint."""
+def test_allocation_rows_are_the_light_observation() -> None:
+    """``allocation_rows`` (the hrl policy's scorer inputs) gives the same
+    values as ``observation(full=False)``: the current job, cluster and context
+    rows, candidate rows of the valid slots and valid actions, over a whole
+    episode with a hint."""
     from hrlsched.sim.simulation import Simulation
 
     b = pool(3).built(3)
@@ -259,17 +260,14 @@ def test_allocation_choice_is_the_light_observation() -> None:
         more = dp.begin(view)
         while more:
             obs = dp.observation(full=False)
-            k, cluster, context, candidates, valid = dp.allocation_choice()
-            assert k == int(np.flatnonzero(obs["current_job"])[0])
-            for got, want in ((cluster, obs["cluster"]), (context, obs["context"]), (candidates, obs["candidates"]),
-                              (valid, np.flatnonzero(obs["action_mask"]))):
-                np.testing.assert_array_equal(got, want)
+            candidates, valid = obs["candidates"], np.flatnonzero(obs["action_mask"])
             # the valid rows in two parts: the fixed one (kept: read-only) and this choice's columns
-            k2, cluster2, context2, base, dyn, ix = dp.allocation_rows()
-            assert k2 == k and not base.flags.writeable and base.shape == (valid.size, candidates.shape[1])
+            k, cluster, context, base, dyn, ix = dp.allocation_rows()
+            assert k == int(np.flatnonzero(obs["current_job"])[0])
+            assert not base.flags.writeable and base.shape == (valid.size, candidates.shape[1])
             np.testing.assert_array_equal(ix, valid)
-            np.testing.assert_array_equal(cluster2, cluster)
-            np.testing.assert_array_equal(context2, context)
+            np.testing.assert_array_equal(cluster, obs["cluster"])
+            np.testing.assert_array_equal(context, obs["context"])
             assert not base[:, list(DYN_COLUMNS)].any()
             rows = base.copy()
             rows[:, list(DYN_COLUMNS)] = dyn

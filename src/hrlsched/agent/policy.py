@@ -123,16 +123,15 @@ class CandidateScorer:
     the global MLP on the cluster and context rows, the pooled encoding and
     the current job's embedding, then the shared candidate scorer.
 
-    ``__call__`` scores all the rows of one choice as the network does.
-    ``point`` and ``score`` compute the same function with the first layer
-    of each MLP split by the inputs' blocks (their weights' rows): what only
+    ``point`` and ``score`` compute it with the first layer of each MLP
+    split by the inputs' blocks (their weights' rows): what only
     the point changes (the pooled encoding) and each job's embedding are
     multiplied once per point, the fixed part of a job's candidate rows once
     per ``base`` array (``DecisionPoint.allocation_rows``), so a choice costs
     the cluster and context rows, the global MLP's second layer and the few
-    columns of the rows that change (``DYN_COLUMNS``). The sums are taken in
-    another order, so the logits differ from ``__call__``'s by float
-    rounding (about 1e-7 relative)."""
+    columns of the rows that change (``DYN_COLUMNS``), on the valid slots
+    only. The sums are taken in another order than the network's, so the
+    logits differ from its by float rounding (about 1e-7 relative)."""
 
     def __init__(self, net: Any) -> None:
         def layers(seq: torch.nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -142,7 +141,6 @@ class CandidateScorer:
         self.glob = layers(net.glob)
         self.cand = layers(net.cand)
         self.gap = float(GAP_SCALE * net.gap.detach()) if net.cfg.hint_gap else 0.0
-        self._x: np.ndarray | None = None
         # the first layers' weights by input block (``heads``' concatenations)
         d = net.cfg.d
         n_cc = len(F.CLUSTER_FEATURES) + len(F.CONTEXT_FEATURES)
@@ -162,39 +160,6 @@ class CandidateScorer:
         self._pj: np.ndarray | None = None
         self._hc: np.ndarray | None = None
         self._based: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    @staticmethod
-    def _mlp(x: np.ndarray, ws: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray:
-        (w1, b1), (w2, b2) = ws
-        return np.maximum(x @ w1 + b1, 0.0) @ w2 + b2
-
-    def __call__(self, cluster: np.ndarray, context: np.ndarray, pooled: np.ndarray, cur: np.ndarray,
-                 candidates: np.ndarray) -> np.ndarray:
-        g = self._mlp(np.concatenate([cluster, context, pooled, cur]), self.glob)
-        # [candidates | g | cur] on every row: the array ``np.concatenate`` would make, filled in place
-        n, d = candidates.shape
-        x = self._x
-        if x is None or x.shape != (n, d + g.size + cur.size) or x.dtype != np.result_type(candidates, g, cur):
-            x = self._x = np.empty((n, d + g.size + cur.size), dtype=np.result_type(candidates, g, cur))
-            (w1, b1), (w2, _) = self.cand
-            self._h = np.empty((n, w1.shape[1]), dtype=np.result_type(x, w1, b1))
-            self._s = np.empty((n, w2.shape[1]), dtype=np.result_type(self._h, w2))
-        x[:, :d] = candidates
-        x[:, d:d + g.size] = g
-        x[:, d + g.size:] = cur
-        # ``_mlp(x, self.cand)`` into buffers kept between calls: the same products and sums
-        (w1, b1), (w2, b2) = self.cand
-        h, s = self._h, self._s
-        np.matmul(x, w1, out=h)
-        h += b1
-        np.maximum(h, 0.0, out=h)
-        np.matmul(h, w2, out=s)
-        score = s[:, 0] + b2[0]
-        if self.gap:
-            gap = _hint_gap(candidates)
-            if gap is not None:  # else a zero gap: the score as it is
-                score = score + self.gap * gap
-        return score
 
     def point(self, hj: np.ndarray, pooled: np.ndarray) -> None:
         """A new decision point's encoding: the jobs' embeddings ``hj`` (one
@@ -227,22 +192,7 @@ class CandidateScorer:
         score = h.dot(self._v) + self._u
         if self.gap:
             hr = int(dyn[:, 4].argmax())  # the hint's row (``DYN_COLUMNS``' last)
-            if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``_hint_gap``)
+            if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
                 sp = dyn[:, 0]  # speed over the request; where the hint's worker count: its gap, else 0
                 score = score + self.gap * ((sp - sp[hr]) * (base[:, self._iw] == base[hr, self._iw]))
         return score
-
-
-def hint_speed_gap_np(c: np.ndarray) -> np.ndarray:
-    """``nets.hint_speed_gap`` for one job's candidate rows (N, F), in numpy."""
-    gap = _hint_gap(c)
-    return np.zeros(c.shape[0], dtype=c.dtype) if gap is None else gap
-
-
-def _hint_gap(c: np.ndarray) -> np.ndarray | None:
-    """``hint_speed_gap_np``, None where it is zero everywhere (the hint is no candidate)."""
-    iv, iw, ih, isp = GAP_COLUMNS
-    h = int(np.argmax(c[:, ih]))
-    if c[h, ih] <= 0 or h <= KEEP:
-        return None
-    return np.where((c[:, iw] == c[h, iw]) & (c[:, iv] > 0), c[:, isp] - c[h, isp], 0.0).astype(c.dtype)

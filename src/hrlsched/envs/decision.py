@@ -408,22 +408,12 @@ class DecisionPoint:
         ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
         return ctx
 
-    def allocation_choice(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """An allocation choice as a level-1 scorer reads it: (the current
-        job's index, the cluster row, the context row, the candidate rows, the
-        valid actions' indices); the same arrays as ``observation(full=False)``
-        (``current_job`` as its index, the mask as its valid actions), without
-        building what a scorer does not read. Only in an allocation phase."""
-        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
-        if not self._prepared:
-            self._prepare()
-        return self.k, self._cluster_row(), self._context_row(), self._candidate_matrix(), self._valid_set[1]
-
     def allocation_rows(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """``allocation_choice`` with the candidate rows of the valid slots
-        only, in ``_candidate_rows``'s two parts: (the current job's index,
-        the cluster row, the context row, ``base``, ``dyn``, the valid
-        actions' indices). A scorer that keeps what it computes of ``base``
+        """An allocation choice as a level-1 scorer reads it, without
+        building what it does not read: (the current job's index, the cluster
+        row, the context row, the candidate rows of the valid slots in
+        ``_candidate_rows``'s two parts ``base`` and ``dyn``, the valid
+        actions' indices); the same values as ``observation(full=False)``. A scorer that keeps what it computes of ``base``
         (the same object again while the key is unchanged) redoes per choice
         only the columns ``DYN_COLUMNS``. Only in an allocation phase."""
         assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
