@@ -98,7 +98,7 @@ def main() -> int:
     ap.add_argument("--rivals", default=",".join(RIVALS), help="the learned schedulers of the literature shown beside")
     ap.add_argument("--no-hint-alone", action="store_true", help="do not run the agent's hint alone")
     args = ap.parse_args()
-    from hrlsched.experiments.compare import compare
+    from hrlsched.experiments.compare import compare, interval
 
     heur = [p for p in args.policies.split(",") if p]
     rivals = [p for p in args.rivals.split(",") if p]
@@ -131,7 +131,8 @@ def main() -> int:
         ratio = agent.mean() / ref.mean()
         print(f"mean {agent.mean() / 3600:>7.3f} {ref.mean() / 3600:>18.3f} {ratio:>9.3f} {bound / 3600:>7.3f}"
               + "".join(f" {means[r].mean() / 3600:>8.3f}" for r in rivals)
-              + f"   (hrl better on {int((agent < ref).sum())}/{args.seeds} seeds; {(ratio - 1) * 100:+.1f}% vs {best})")
+              + f"   (hrl better on {int((agent < ref).sum())}/{args.seeds} seeds; {(ratio - 1) * 100:+.1f}% vs {best}; "
+              f"paired difference {(agent - ref).mean() / 3600:+.3f} h +/- {interval(list(agent - ref))[1] / 3600:.3f} (95%))")
         for r in rivals:
             print(f"     hrl vs {r}: {(agent.mean() / means[r].mean() - 1) * 100:+.1f}%, "
                   f"hrl better on {int((agent < means[r]).sum())}/{args.seeds} seeds")

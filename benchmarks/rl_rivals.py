@@ -10,7 +10,8 @@ beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
   (``default`` with 10 Gbit/s NICs and PCIe switches shared by 4 GPUs, as
   in ``benchmarks/hrl_quality.py``), where placement and interference matter.
 
-    .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--dl2 PATH] [--harmony PATH] [--only dl2|harmony]
+    .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--first-seed 0] [--dl2 PATH] [--harmony PATH]
+        [--only dl2|harmony]
     .venv/bin/python benchmarks/rl_rivals.py --dl2-decisions 100   # DL2's choices against DRF's
 
 ``--dl2-decisions SEED`` runs DL2 greedy on ``default`` (a held-back seed,
@@ -18,6 +19,13 @@ beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
 the allocation its teacher (DRF's increments in DL2's action space) would
 make in the same state; it prints how many jobs get the same number of
 workers, and the remaining work of those DL2 gives more and fewer.
+
+``--first-seed 100`` runs held-back seeds (100-199, which training
+validates on) instead of the evaluation seeds: the way to choose between
+checkpoints without looking at the seeds every figure is reported on.
+Each paired difference is printed with its 95% confidence interval
+(Student's t over the seeds), so a margin within the seeds' spread shows
+as an interval that holds zero.
 
 Every run is simulated afresh in this process (no cached run directories:
 a new checkpoint always gives new figures).
@@ -37,6 +45,13 @@ MATCHES: dict[str, tuple[str, list[str], str, list[str]]] = {
     "dl2": ("default", [], "dl2", ["drf", "drf+balance"]),
     "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+random"]),
 }
+
+
+def ci95(d: np.ndarray) -> float:
+    """Half-width of the 95% t-interval of the mean of ``d`` (nan for one value)."""
+    from hrlsched.experiments.compare import interval
+
+    return interval(list(d))[1]
 
 
 def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpoint: str | None) -> float:
@@ -93,7 +108,8 @@ def dl2_decisions(seed: int, checkpoint: str | None) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=5, help="evaluation seeds 0..N-1")
+    ap.add_argument("--seeds", type=int, default=5, help="how many seeds: FIRST..FIRST+N-1")
+    ap.add_argument("--first-seed", type=int, default=0, help="0: evaluation seeds; 100: held-back seeds")
     ap.add_argument("--dl2", help="DL2 checkpoint (default: the shipped one)")
     ap.add_argument("--harmony", help="Harmony checkpoint (default: the shipped one)")
     ap.add_argument("--only", choices=sorted(MATCHES), action="append")
@@ -104,14 +120,16 @@ def main() -> int:
         return 0
     if args.seeds < 1:
         ap.error("--seeds: expected at least 1")
+    if args.first_seed < 0:
+        ap.error("--first-seed: expected a seed >= 0")
     for name in args.only or list(MATCHES):
         scen, overrides, learned, baselines = MATCHES[name]
         ck = getattr(args, name)
-        seeds = range(args.seeds)
+        seeds = range(args.first_seed, args.first_seed + args.seeds)
         res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None) for s in seeds]) / 3600
                for p in [learned, *baselines]}
         label = "comm" if overrides else scen
-        print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds 0-{args.seeds - 1}")
+        print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")
         print(f"{'seed':>4} " + " ".join(f"{p:>12}" for p in [learned, *baselines])
               + "".join(f" {learned + '/' + b:>20}" for b in baselines))
         for i, s in enumerate(seeds):
@@ -122,8 +140,8 @@ def main() -> int:
         for b in baselines:
             d = res[learned] - res[b]
             print(f"  {learned} vs {b}: {(res[learned].mean() / res[b].mean() - 1) * 100:+.1f}% mean avg JCT, "
-                  f"better on {int((d < 0).sum())}/{args.seeds} seeds (paired difference {d.mean():+.3f} h, "
-                  f"min {d.min():+.3f}, max {d.max():+.3f})")
+                  f"better on {int((d < 0).sum())}/{args.seeds} seeds (paired difference {d.mean():+.3f} h "
+                  f"+/- {ci95(d):.3f} (95%), min {d.min():+.3f}, max {d.max():+.3f})")
     return 0
 
 
