@@ -9,16 +9,22 @@ default, the Pollux workloads other than workload 6, which the quality
 benchmark evaluates on.
 
     .venv/bin/python benchmarks/hint_options.py [--runs default:1000-1004 --runs pollux-w1:1000 ...]
-        [--options a=1,h=3000,menu --options a=1.5,h=0 ...]
+        [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
-Each option set is ``a=<remaining_weight>,h=<keep_s>[,menu]``; ``menu``
-limits the worker counts to the agent's menu (``candidates.WORKER_OPTIONS``).
+Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,r=all|none|hint]``;
+``menu`` limits the worker counts to the agent's menu
+(``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
+running jobs hold their room until their turn (``DecisionPoint``'s
+``reserve_running``; default all). ``--agent`` runs, for each option set,
+the agent (the shipped network, or CHECKPOINT's, with its hint-gap weight)
+with its hint set so (``tune.with_weight``), instead of the hint alone.
 Prints the mean average JCT (hours) per workload family and option set.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
@@ -44,17 +50,47 @@ def parse_options(text: str) -> dict:
     from hrlsched.envs.candidates import WORKER_OPTIONS
 
     opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}
+    reserve = {"all": True, "none": False, "hint": "hint"}
     for part in text.split(","):
         key, _, value = part.partition("=")
         if key == "a":
             opts["remaining_weight"] = float(value)
         elif key == "h":
             opts["keep_s"] = float(value)
+        elif key == "f":
+            opts["keep_frac"] = float(value)
         elif key == "menu" and not value:
             opts["worker_counts"] = list(WORKER_OPTIONS)
+        elif key == "r" and value in reserve:
+            opts["reserve_running"] = reserve[value]
         else:
-            raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds> or menu")
+            raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu "
+                             "or r=all|none|hint")
     return opts
+
+
+def agent_payload(path: str | None, opts: dict, out: str) -> str:
+    """The agent of checkpoint ``path`` (default: the shipped one) with its
+    hint set to ``opts``, written to ``out``."""
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.agent.tune import with_weight
+
+    base = ckpt.load(path or shipped_checkpoint())
+    ckpt.save(out, with_weight(base, float(base.get("hint_gap_weight", 0.0)), opts["remaining_weight"], opts["keep_s"],
+                               "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True)))
+    return out
+
+
+def agent_jct_h(scen: str, seed: int, path: str) -> float:
+    import torch
+
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+
+    torch.set_num_threads(1)
+    res = simulate(resolve_run_config(scen, "hrl", seed).model_copy(update={"checkpoint": path}))
+    return float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs]))) / 3600
 
 
 def avg_jct_h(scen: str, seed: int, policy: str, opts: dict | None) -> float:
@@ -80,21 +116,31 @@ def main() -> None:
     ap.add_argument("--runs", action="append", help="SCENARIO:SEEDS (e.g. default:1000-1004; repeatable)")
     ap.add_argument("--options", action="append", help="an option set, e.g. a=1,h=3000,menu (repeatable)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--agent", nargs="?", const="", default=None, metavar="CHECKPOINT",
+                    help="run the agent (default: the shipped one) with each hint option set")
     args = ap.parse_args()
     runs = parse_runs(args.runs or DEFAULT_RUNS)
     rows = [(r, None) for r in REFERENCES] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
-    jobs = [(s, seed, name, opts) for name, opts in rows for s, seed in runs]
-    with ProcessPoolExecutor(args.workers) as ex:
-        got = list(ex.map(avg_jct_h, *zip(*[(s, seed, name, opts) for s, seed, name, opts in jobs])))
+    if args.agent is None and any("reserve_running" in opts for _, opts in rows if opts):
+        raise SystemExit("--options r=...: the reservation of running jobs is the agent's (use --agent)")
+    with tempfile.TemporaryDirectory() as tmp:
+        paths = {name: agent_payload(args.agent or None, opts, f"{tmp}/{i}.pt")
+                 for i, (name, opts) in enumerate(rows) if opts is not None and args.agent is not None}
+        jobs = [(s, seed, name, opts) for name, opts in rows for s, seed in runs]
+        with ProcessPoolExecutor(args.workers) as ex:
+            futs = [ex.submit(agent_jct_h, s, seed, paths[name]) if name in paths else
+                    ex.submit(avg_jct_h, s, seed, name, opts) for s, seed, name, opts in jobs]
+            got = [f.result() for f in futs]
     families = list(dict.fromkeys("pollux" if s.startswith("pollux") else s for s, _ in runs))
     table: dict[str, dict[str, list[float]]] = {name: {f: [] for f in families} for name, _ in rows}
     for (s, _, name, _), v in zip(jobs, got):
         table[name]["pollux" if s.startswith("pollux") else s].append(v)
     print("mean avg JCT (h) over " + ", ".join(f"{s}:{seed}" for s, seed in runs))
-    print("| hint options (optimus + pack) | " + " | ".join(families) + " |")
+    what = "the agent with its hint set so" if args.agent is not None else "hint options (optimus + pack)"
+    print(f"| {what} | " + " | ".join(families) + " |")
     print("|---" * (len(families) + 1) + "|")
     for name, _ in rows:
-        label = name if name in REFERENCES else f"optimus({name})"
+        label = name if name in REFERENCES else ("hrl, hint " if args.agent is not None else "") + f"optimus({name})"
         print(f"| {label} | " + " | ".join(f"{np.mean(table[name][f]):.3f}" for f in families) + " |")
 
 

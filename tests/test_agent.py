@@ -383,6 +383,18 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     sched = HRLScheduler(tmp_path / "opts.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert (sched.dp.hint_policy.remaining_weight, sched.dp.hint_policy.keep_s) == (1.5, 60.0)
+    assert sched.dp.hint_policy.keep_frac == 0.0 and sched.dp.reserve_running is True
+    ckpt.save(tmp_path / "frac.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.0, keep_frac=0.2,
+                                                     reserve_running="hint"))
+    sched = HRLScheduler(tmp_path / "frac.pt")
+    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
+    assert (sched.dp.hint_policy.keep_frac, sched.dp.reserve_running) == (0.2, "hint")
+    with pytest.raises(ValueError, match="keep_frac"):
+        tune.TuneConfig(checkpoint=str(src), keep_frac=-0.5).validate()
+    with pytest.raises(ValueError, match="reserve_running"):
+        tune.TuneConfig(checkpoint=str(src), reserve_running="some").validate()
+    with pytest.raises(ValueError, match="keep_frac"):  # a resumed search keeps what holds at every point
+        tune.run(dataclasses.replace(cfg, keep_frac=0.2), tmp_path / "out", log=lambda s: None)
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
     assert summary["weight"] == best[0] and summary["remaining_weight"] == best[1] and summary["elapsed_s"] > 0
     assert summary["chosen"] in summary["valid_avg_jct_s"] and "0" in summary["valid_avg_jct_s"]

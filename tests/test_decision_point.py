@@ -324,3 +324,40 @@ def test_candidate_mask_is_what_the_placement_can_place(placement: str, workers:
             more = dp.act(int(rng.choice(np.flatnonzero(mask))))
         view = sim.step(dp.decision()).view
     assert checked > 20 and (beyond > 0 or max(workers) >= 16)
+
+
+def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
+    """``reserve_running="hint"``: at every point, the running jobs holding
+    their room are exactly those whose hint allocation is their current one;
+    the engine accepts every decision of a random episode; a wrong value is
+    refused by name."""
+    from hrlsched.sim.simulation import Simulation
+
+    b = pool(4).built(4)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
+                       hint_options={"remaining_weight": 1.0, "keep_frac": 0.2, "worker_counts": [1, 2, 4, 8]},
+                       reserve_running="hint")
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view, rng = sim.reset(4), np.random.default_rng(4)
+    dp.reset(rng)
+    held = changed = 0
+    while view is not None:
+        more = dp.begin(view)
+        for k, (j, pl) in enumerate(zip(view.jobs[:dp.n_dec], view.placements[:dp.n_dec])):
+            if pl is None:
+                assert not dp._reserved[k]
+                continue
+            al = dp._hints.get(j.job_id)
+            keeps = al is not None and al.workers == len(pl.gpus) and al.arch in (None, j.arch) \
+                and al.mode in (None, j.mode) and (max(al.ps, 1) if j.arch == "ps" else 0) == len(pl.ps_sockets)
+            # a job whose turn has come (k <= dp.k) has given its room back
+            assert dp._reserved[k] == (keeps and k > dp.k), (k, keeps)
+            held += keeps
+            changed += not keeps
+        while more:
+            valid = np.flatnonzero(dp.mask())
+            more = dp.act(int(valid[rng.integers(valid.size)]))
+        view = sim.step(dp.decision()).view
+    assert held > 20 and changed > 5
+    with pytest.raises(ValueError, match="reserve_running"):
+        DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, reserve_running="some")

@@ -118,6 +118,25 @@ def test_optimus_keep_s_keeps_a_running_job_unless_growing_gains_enough() -> Non
         Optimus(worker_counts=[0, 2])
 
 
+def test_optimus_keep_frac_keeps_a_running_job_unless_growing_saves_that_share() -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 4, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    j = job(0, model="dssm", gpus=4, samples=1e7, batch=1024)
+    view = make_view(topo, model, [j], placements=[Placement((0,), (0,))])
+    pol = Optimus()
+    pol.reset(topo, np.random.default_rng(0))
+    pol.observe(view)
+    t1, t4 = (pol.remaining_steps(view)[0] * 1024 / model.isolated_speed(j, w, 1, 1024) for w in (1, 4))
+    saved = (t1 - t4) / t1  # the share of its remaining time that growing to 4 workers saves
+    assert 0 < saved < 1
+    for frac, want in ((0.0, 4), (saved * 0.9, 4), (saved * 1.1, 1)):
+        pol = Optimus(keep_frac=frac)
+        pol.reset(topo, np.random.default_rng(0))
+        assert pol.allocate(view)[0].workers == want, frac
+    with pytest.raises(ValueError, match="keep_frac"):
+        Optimus(keep_frac=-0.1)
+
+
 def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
     topo = Topology.from_spec(uniform_cluster(2, 8, sockets=1))
     model = OptimusModel(topo, CATALOGUE)

@@ -72,6 +72,10 @@ class TuneConfig:
     keep_s: list[float] = field(default_factory=lambda: [0.0])
     # the hint's worker counts limited to the agent's menu (Optimus.worker_counts) at every point but ORIGIN
     hint_on_menu: bool = False
+    # at every point but ORIGIN too: the hint's keep threshold as a share of the job's remaining time
+    # (Optimus.keep_frac), and which running jobs hold their room (DecisionPoint's reserve_running)
+    keep_frac: float = 0.0
+    reserve_running: bool | str = True
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
     valid_seeds: list[int] = field(default_factory=lambda: list(DEFAULT_VALID_SEEDS))
     workers: int = 2
@@ -86,18 +90,24 @@ class TuneConfig:
                 raise ValueError(f"{name}: expected finite numbers >= 0, got {values}")
         if self.workers < 1:
             raise ValueError(f"workers: expected a positive integer, got {self.workers}")
+        if not (self.keep_frac >= 0 and math.isfinite(self.keep_frac)):
+            raise ValueError(f"keep_frac: expected a finite number >= 0, got {self.keep_frac}")
+        if self.reserve_running not in (True, False, "hint"):
+            raise ValueError(f"reserve_running: expected true, false or 'hint', got {self.reserve_running!r}")
 
     def points(self) -> list[Point]:
         return [(float(g), float(a), float(h)) for g in self.grid for a in self.remaining_weights for h in self.keep_s]
 
 
 def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
-                keep_s: float = 0.0, on_menu: bool = False) -> dict[str, Any]:
+                keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
+                reserve_running: bool | str = True) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and whose hint runs with
-    ``remaining_weight`` and ``keep_s``, and with ``on_menu`` the worker
-    counts of the agent's menu (no options when none is set: the hint as
-    its paper runs it)."""
+    ``remaining_weight``, ``keep_s`` and ``keep_frac``, and with ``on_menu``
+    the worker counts of the agent's menu (no options when none is set: the
+    hint as its paper runs it); ``reserve_running`` as ``DecisionPoint``'s
+    (True, the default, is not written)."""
     if payload.get("part") != "allocate":
         raise ckpt.CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
     hint = payload.get("env_kwargs", {}).get("hint")
@@ -109,11 +119,15 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     state = dict(payload["state_dict"])
     state["gap"] = torch.tensor(float(weight))
     keep = {k: v for k, v in payload.items() if k not in ("optimizer", "rng")}
-    kw = {k: v for k, v in payload["env_kwargs"].items() if k != "hint_options"}
-    if remaining_weight or keep_s or on_menu:
+    kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running")}
+    if reserve_running is not True:
+        kw["reserve_running"] = reserve_running
+    if remaining_weight or keep_s or on_menu or keep_frac:
         from hrlsched.policies.registry import ALLOCATIONS
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
+        if keep_frac:
+            opts["keep_frac"] = float(keep_frac)
         if on_menu:
             from hrlsched.envs.candidates import WORKER_OPTIONS
 
@@ -122,7 +136,7 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
             ALLOCATIONS[hint].factory(**opts)
         except (TypeError, KeyError) as e:
             raise ckpt.CheckpointError(f"tune: the hint {hint!r} takes no options {sorted(opts)} ({e}); "
-                                       "search remaining_weights and keep_s with an optimus hint only") from None
+                                       "search remaining_weights, keep_s and keep_frac with an optimus hint only") from None
         kw["hint_options"] = opts
     return {**keep, "net": net, "state_dict": state, "env_kwargs": kw, "hint_gap_weight": float(weight)}
 
@@ -172,12 +186,14 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     cfg.validate()
     start = time.time()
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "config.yaml").is_file():  # search.csv's rows do not say whether the hint was on the menu
+    if (out / "config.yaml").is_file():  # search.csv's rows do not say what holds at every point
         import yaml
 
-        before = bool((yaml.safe_load((out / "config.yaml").read_text()) or {}).get("hint_on_menu", False))
-        if before != cfg.hint_on_menu:
-            raise ValueError(f"hint_on_menu: {out} holds a search with hint_on_menu={before}; use another --out")
+        saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
+        for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True)):
+            before = saved.get(name, default)
+            if before != getattr(cfg, name):
+                raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
     write_config(out, cfg)
     base = ckpt.load(cfg.checkpoint)
     table = out / "search.csv"
@@ -186,10 +202,13 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     for pt in {*cfg.points(), ORIGIN}:
         g, a, h = pt
         p = out / "weights" / (f"w{g:g}.pt" if not (a or h) else f"w{g:g}-a{a:g}-h{h:g}.pt")
-        if cfg.hint_on_menu and pt != ORIGIN:
-            p = p.with_name(p.stem + "-menu.pt")
+        if pt != ORIGIN:
+            p = p.with_name(p.stem + "-menu" * cfg.hint_on_menu + f"-f{cfg.keep_frac:g}" * bool(cfg.keep_frac)
+                            + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True) + ".pt")
         if not p.is_file():
-            ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN))
+            ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
+                                     cfg.keep_frac if pt != ORIGIN else 0.0,
+                                     cfg.reserve_running if pt != ORIGIN else True))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:

@@ -24,6 +24,10 @@ def register(app: typer.Typer) -> None:
         keep: Annotated[str, typer.Option(help="the hint's keep_s values to try (seconds), comma-separated")] = "0",
         hint_on_menu: Annotated[bool, typer.Option(help="the hint's worker counts limited to the agent's menu")] =
             False,
+        keep_frac: Annotated[float, typer.Option(help="the hint's keep threshold as a share of a job's remaining "
+                                                 "time (Optimus.keep_frac), at every point")] = 0.0,
+        reserve_running: Annotated[str, typer.Option(help="which running jobs hold their room until their turn: "
+                                                     "all, none or hint (those the hint keeps)")] = "all",
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
         workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
@@ -35,6 +39,10 @@ def register(app: typer.Typer) -> None:
         from hrlsched.commands.train import parse_seeds
 
         err = Console(stderr=True)
+        reserve = {"all": True, "none": False, "hint": "hint"}.get(reserve_running)
+        if reserve is None:
+            err.print(f"[red]error:[/red] --reserve-running {reserve_running!r}: expected all, none or hint")
+            raise typer.Exit(2)
         lists = {}
         for opt, text in (("--grid", grid), ("--remaining-weights", remaining_weights), ("--keep", keep)):
             try:
@@ -45,7 +53,8 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []),
                              grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
-                             keep_s=lists["--keep"], hint_on_menu=hint_on_menu, train_seeds=parse_seeds(seeds), workers=workers)
+                             keep_s=lists["--keep"], hint_on_menu=hint_on_menu, keep_frac=keep_frac,
+                             reserve_running=reserve, train_seeds=parse_seeds(seeds), workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
         except (CheckpointError, ValueError, FileNotFoundError) as e:
             err.print(f"[red]error:[/red] {e}")

@@ -93,6 +93,9 @@ class SchedulingEnv(gym.Env):
       (``hint_workers`` per job, ``is_hint`` per candidate); None: those
       features are zero. ``hint_options``: its constructor's arguments
       (e.g. ``{"remaining_weight": 1.0}`` for ``optimus``).
+    - ``reserve_running``: the running jobs hold their room until their turn
+      (True), not at all (False), or only those the hint keeps (``"hint"``;
+      ``DecisionPoint``).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -123,6 +126,7 @@ class SchedulingEnv(gym.Env):
         invalid_action: str = "raise",
         hint: str | None = None,
         hint_options: Mapping[str, float] | None = None,
+        reserve_running: bool | str = True,
     ) -> None:
         if invalid_action not in ("raise", "fallback"):
             raise ValueError(f"invalid_action: expected 'raise' or 'fallback', got {invalid_action!r}")
@@ -135,7 +139,7 @@ class SchedulingEnv(gym.Env):
             allocation=allocation, max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
             ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced, hint=hint,
-            hint_options=hint_options,
+            hint_options=hint_options, reserve_running=reserve_running,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

@@ -79,7 +79,10 @@ class DecisionPoint:
       they are decided, so a job decided before them cannot take their GPUs
       and force them to restart (the heuristic schedulers commit the jobs
       they keep first); a running job's room is given back when its turn
-      comes, whatever it then chooses.
+      comes, whatever it then chooses. ``"hint"``: only the running jobs
+      that the hint keeps as they run hold their room (a job the hint
+      changes restarts anyway, and holding its room kept earlier jobs from
+      the GPUs the hint meant them to have: menu slots below the hint's).
     - ``rescue_idle``: a point that runs no job at all starts the first job
       the heuristic placement can place (at its request, else one worker);
       needed with decision points at events, where an idle cluster would
@@ -109,7 +112,7 @@ class DecisionPoint:
         skip_forced: bool = True,
         rescue_idle: bool = True,
         hint: str | None = None,
-        reserve_running: bool = True,
+        reserve_running: bool | str = True,
         hint_options: Mapping[str, float] | None = None,
     ) -> None:
         if not (agent_allocates or agent_places):
@@ -167,7 +170,9 @@ class DecisionPoint:
         )
         self.skip_forced = bool(skip_forced)
         self.rescue_idle = bool(rescue_idle)
-        self.reserve_running = bool(reserve_running)
+        if reserve_running not in (True, False, "hint"):
+            raise ValueError(f"reserve_running: expected true, false or 'hint', got {reserve_running!r}")
+        self.reserve_running = reserve_running
         # What never changes: static observation parts, the menu's columns.
         self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
@@ -266,8 +271,12 @@ class DecisionPoint:
         self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
         self._reserved = np.zeros(n, dtype=bool)
         if self.agent_allocates and self.reserve_running and self._running:
-            self.board.reserve([view.jobs[k] for k in self._running], [view.placements[k] for k in self._running])
-            self._reserved[self._running] = True
+            held = self._running
+            if self.reserve_running == "hint" and self.hint_policy is not None:
+                held = [k for k in held if self._hint_keeps(k)]
+            if held:
+                self.board.reserve([view.jobs[k] for k in held], [view.placements[k] for k in held])
+                self._reserved[held] = True
         self._decided = np.zeros(self.max_jobs)
         self._chosen = np.zeros(self.max_jobs)  # workers chosen
         self._prepared = False  # the point's share of the observation: made at its first observation
@@ -306,6 +315,19 @@ class DecisionPoint:
                     else:
                         self.queue.append((k, Allocation(w, p, None, job.arch, job.mode)))
         return self._next_choice()
+
+    def _hint_keeps(self, k: int) -> bool:
+        """The hint keeps running job ``k`` as it runs (same workers, PSs,
+        architecture and mode): only then is its room worth holding, since any
+        other choice restarts it wherever it goes."""
+        view = self.view
+        assert view is not None
+        job, pl = view.jobs[k], view.placements[k]
+        al = self._hints.get(job.job_id)
+        if al is None or pl is None or al.workers != len(pl.gpus) or al.arch not in (None, job.arch) \
+                or al.mode not in (None, job.mode):
+            return False
+        return (max(al.ps, 1) if job.arch == "ps" else 0) == len(pl.ps_sockets)
 
     def _prepare(self) -> None:
         """What the observations of a point share (skipped at points with no choice)."""

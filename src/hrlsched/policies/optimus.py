@@ -70,9 +70,9 @@ class Optimus(AllocationPolicy):
 
     def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
                  remaining_weight: float = 0.0, keep_s: float = 0.0,
-                 worker_counts: Sequence[int] | None = None) -> None:
+                 worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0) -> None:
         for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
-                        ("keep_s", keep_s)):
+                        ("keep_s", keep_s), ("keep_frac", keep_frac)):
             if not (v >= 0 and np.isfinite(v)):
                 raise ValueError(f"optimus: {name}: expected a finite number >= 0, got {v!r}")
         if int(max_scale) != max_scale or max_scale < 1:
@@ -82,6 +82,7 @@ class Optimus(AllocationPolicy):
         self.min_steps = min_steps
         self.remaining_weight = float(remaining_weight)
         self.keep_s = float(keep_s)
+        self.keep_frac = float(keep_frac)
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})
@@ -241,12 +242,13 @@ class Optimus(AllocationPolicy):
             stamp[k] += 1
             if g > 0:
                 heapq.heappush(heap, (-g, k, stamp[k]))
-        if self.keep_s > 0:
+        if self.keep_s > 0 or self.keep_frac > 0:
             for k, pl in enumerate(view.placements):
                 if pl is None or w[k] == 0 or (w[k], p[k]) == (pl.n_workers, pl.n_ps):
                     continue
                 wc, pc = pl.n_workers, pl.n_ps
-                if w[k] >= wc and T(k, wc, max(pc, int(is_ps[k]))) - T(k, w[k], p[k]) < self.keep_s:
+                t_now = T(k, wc, max(pc, int(is_ps[k])))
+                if w[k] >= wc and t_now - T(k, w[k], p[k]) < max(self.keep_s, self.keep_frac * t_now):
                     w[k], p[k] = wc, pc  # what it gives back stays free until the next allocation
         self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
         return dict(self.last)
