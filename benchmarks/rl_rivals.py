@@ -8,10 +8,19 @@ beat, paired by seed (evaluation seeds 0..N-1, which training never sees):
 - Harmony (placement; each job's workers and PSs as requested, as
   ``fifo``) against ``fifo+pack`` and ``fifo+random`` on ``comm``
   (``default`` with 10 Gbit/s NICs and PCIe switches shared by 4 GPUs, as
-  in ``benchmarks/hrl_quality.py``), where placement and interference matter.
+  in ``benchmarks/hrl_quality.py``), where placement and interference matter;
+  also against ``fifo+topology`` (the interference-aware heuristic, which
+  scores candidate placements with the performance model itself).
+
+``--harmony-allocation optimus`` gives every job of the Harmony match its
+workers and PSs by ``optimus`` (Harmony and its baselines alike:
+``optimus+pack``, ``optimus+topology``, ``optimus+random``; default: the
+allocation the checkpoint was trained with); ``--harmony-set KEY=VALUE``
+(repeatable) adds a scenario override to ``comm`` for that match (e.g.
+``workload.jobs=100``, a lighter load).
 
     .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--first-seed 0] [--dl2 PATH] [--harmony PATH]
-        [--only dl2|harmony]
+        [--only dl2|harmony] [--harmony-allocation fifo|optimus] [--harmony-set KEY=VALUE ...]
     .venv/bin/python benchmarks/rl_rivals.py --dl2-decisions 100   # DL2's choices against DRF's
 
 ``--dl2-decisions SEED`` runs DL2 greedy on ``default`` (a held-back seed,
@@ -43,7 +52,7 @@ COMM = ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches
 MATCHES: dict[str, tuple[str, list[str], str, list[str]]] = {
     # name: (scenario, overrides, learned policy, baselines)
     "dl2": ("default", [], "dl2", ["drf", "drf+balance"]),
-    "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+random"]),
+    "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+topology", "fifo+random"]),
 }
 
 
@@ -54,14 +63,32 @@ def ci95(d: np.ndarray) -> float:
     return interval(list(d))[1]
 
 
-def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpoint: str | None) -> float:
+def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpoint: str | None,
+            allocation: str | None = None) -> float:
+    """Average JCT (s) of one run; ``allocation``: Harmony's allocation
+    policy instead of its checkpoint's (``policy`` harmony only)."""
     from hrlsched.config import resolve_run_config
     from hrlsched.run import simulate
     from hrlsched.sim.metrics import summary
 
     extra = [f"checkpoint={checkpoint}"] if checkpoint else []
     cfg = resolve_run_config(scenario, policy, seed, [*overrides, *extra])
-    return float(summary(simulate(cfg), policy, scenario)["avg_jct_s"])
+    if allocation is None:
+        return float(summary(simulate(cfg), policy, scenario)["avg_jct_s"])
+    from hrlsched.agent.harmony import HarmonyScheduler
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    built = build_scenario(cfg.scenario, cfg.seed)  # as run.simulate, the scheduler built here
+    sim = Simulator(built.topology, built.jobs, built.perf, HarmonyScheduler(checkpoint, allocation=allocation),
+                    built.engine, seed=cfg.seed, predictor=built.predictor)
+    return float(summary(sim.run(), policy, scenario)["avg_jct_s"])
+
+
+def harmony_allocation(checkpoint: str | None) -> str:
+    from hrlsched.agent import harmony
+
+    return str(harmony.load_checkpoint(checkpoint or harmony.shipped_checkpoint())["config"]["allocation"])
 
 
 def dl2_decisions(seed: int, checkpoint: str | None) -> None:
@@ -113,6 +140,10 @@ def main() -> int:
     ap.add_argument("--dl2", help="DL2 checkpoint (default: the shipped one)")
     ap.add_argument("--harmony", help="Harmony checkpoint (default: the shipped one)")
     ap.add_argument("--only", choices=sorted(MATCHES), action="append")
+    ap.add_argument("--harmony-allocation", choices=["fifo", "optimus"],
+                    help="the workers and PSs of each job in the Harmony match (default: the checkpoint's)")
+    ap.add_argument("--harmony-set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a scenario override added to comm in the Harmony match (repeatable)")
     ap.add_argument("--dl2-decisions", type=int, metavar="SEED", help="DL2's choices against DRF's on this seed")
     args = ap.parse_args()
     if args.dl2_decisions is not None:
@@ -125,8 +156,14 @@ def main() -> int:
     for name in args.only or list(MATCHES):
         scen, overrides, learned, baselines = MATCHES[name]
         ck = getattr(args, name)
+        alloc = None
+        if name == "harmony":
+            overrides = [*overrides, *args.harmony_set]
+            alloc = args.harmony_allocation or harmony_allocation(ck)
+            baselines = [f"{alloc}+{b.partition('+')[2]}" for b in baselines]
         seeds = range(args.first_seed, args.first_seed + args.seeds)
-        res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None) for s in seeds]) / 3600
+        res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None,
+                                    alloc if p == learned else None) for s in seeds]) / 3600
                for p in [learned, *baselines]}
         label = "comm" if overrides else scen
         print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")

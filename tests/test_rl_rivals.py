@@ -294,3 +294,26 @@ def test_options_typed_by_field() -> None:
     assert cfg.horizon_h == 6.0 and isinstance(cfg.horizon_h, float)
     with pytest.raises(ValueError, match="window=many"):
         apply_options(cfg, ["window=many"])
+
+
+def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_path: Path) -> None:
+    """``benchmarks/rl_rivals.py --harmony-allocation``: Harmony with its
+    checkpoint's allocation gives the figure of ``simulate``; another
+    allocation (``optimus``) runs it with that one."""
+    import importlib.util
+
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    spec = importlib.util.spec_from_file_location("rl_rivals", Path(__file__).parents[1] / "benchmarks" / "rl_rivals.py")
+    assert spec is not None and spec.loader is not None
+    rivals = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(rivals)
+    small = tmp_path / "harmony-small.pt"
+    harmony.export(harmony_run / "best.pt", small)
+    assert rivals.harmony_allocation(str(small)) == "fifo"
+    mine = rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "fifo")
+    cfg = resolve_run_config("default", "harmony", 0, [*TINY_H, f"checkpoint={small}"])
+    assert mine == summary(simulate(cfg), "harmony", "default")["avg_jct_s"]
+    assert rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "optimus") > 0
