@@ -10,6 +10,12 @@ simulated time, job, the heuristic's workers, the hint's slot, the agent's
 choice and the GPUs free at that point.
 
     .venv/bin/python benchmarks/hrl_decisions.py [--checkpoint PATH] [--scenario default] [--seed 0] [--list]
+        [--follow-hint] [--reserve all|none|hint]
+
+``--follow-hint`` plays the hint's slot at every choice instead of the
+agent's (the hint as the agent's environment runs it); ``--reserve``
+overrides which running jobs hold their room until their turn
+(``DecisionPoint``'s ``reserve_running``; default: the checkpoint's).
 
 Needs a level-1 checkpoint trained with a hint (the shipped one is).
 """
@@ -27,6 +33,8 @@ def main() -> int:
     ap.add_argument("--scenario", default="default")
     ap.add_argument("--seed", type=int, default=0, help="workload seed (0-99: evaluation seeds)")
     ap.add_argument("--list", action="store_true", help="print every departure from the hint")
+    ap.add_argument("--follow-hint", action="store_true", help="take the hint's slot at every choice")
+    ap.add_argument("--reserve", choices=["all", "none", "hint"], help="which running jobs hold their room")
     args = ap.parse_args()
     import numpy as np
     import torch
@@ -45,6 +53,8 @@ def main() -> int:
         return 2
     net = ckpt.build_net(ck)
     kw = {**ck["env_kwargs"], "scenario": args.scenario, "overrides": []}  # the scenario as evaluated, not trained
+    if args.reserve:
+        kw["reserve_running"] = {"all": True, "none": False, "hint": "hint"}[args.reserve]
     env = make_env("allocate", args.seed, kw)
     obs, _ = env.reset(seed=0)
     t = env.dp.table
@@ -57,6 +67,8 @@ def main() -> int:
             logits, _ = net(to_tensors(obs), part="allocate")
             a = int(MaskedCategorical(logits, torch.as_tensor(obs["action_mask"]).bool().unsqueeze(0)).greedy())
         h = int(np.argmax(obs["candidates"][:, hint_col]))
+        if args.follow_hint:
+            a = h
         if a == h:
             kind = "same as the hint"
         elif a == KEEP:
@@ -91,7 +103,9 @@ def main() -> int:
         if term or trunc:
             break
     n = sum(counts.values())
-    print(f"{args.scenario} seed {args.seed}: {n} level-1 choices; average JCT {info['job_seconds'] / len(env._sim.jobs) / 3600:.3f} h")
+    who = "the hint's slot at every choice" if args.follow_hint else "the agent"
+    print(f"{args.scenario} seed {args.seed}, {who}, running jobs' rooms held: {kw.get('reserve_running', True)}: "
+          f"{n} level-1 choices; average JCT {info['job_seconds'] / len(env._sim.jobs) / 3600:.3f} h")
     for kind, c in counts.most_common():
         print(f"  {kind:<48} {c:>6}  {100 * c / n:5.1f}%")
     print(f"  the hint's slot has fewer workers than the heuristic gave (menu rounding, or the mask) at "

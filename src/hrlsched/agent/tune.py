@@ -236,6 +236,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     summary_path = out / "summary.json"
     before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
+               "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}
