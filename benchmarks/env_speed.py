@@ -3,14 +3,22 @@ masked actions (one process, one core), and the wall time of one whole
 random-policy episode (reset included). Targets: >= 5,000 steps/s, an
 episode under 10 s.
 
-    .venv/bin/python benchmarks/env_speed.py [--env hrlsched/Allocation-v0] [--seed 0]
+    .venv/bin/python benchmarks/env_speed.py [--env hrlsched/Allocation-v0] [--seed 0] [--breakdown]
+
+``--breakdown`` also times, call by call, where the measured episode spends
+its time: the engine's steps (and in them the performance model's solves,
+the terms built for placements first seen, advancing the clock), the
+agent's actions, the observations, and the decision points' set-up, split
+by whether the agent had a choice there.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import os
 import time
+from collections.abc import Callable
 
 import gymnasium as gym
 import numpy as np
@@ -35,11 +43,41 @@ def episode(env: gym.Env, seed: int) -> tuple[int, float, float, dict]:
     return steps, t2 - t0, t2 - t1, {**info, "return": total, "cpu": c2 - c0, "cpu_stepping": c2 - c1}
 
 
+def timed(parts: list[tuple[type, str, bool]]) -> tuple[dict[str, float], collections.Counter, Callable[[], None]]:
+    """Wrap each (class, method, split by result) with a timer; returns the
+    totals, the call counts and a function that restores the methods."""
+    total: dict[str, float] = collections.defaultdict(float)
+    calls: collections.Counter = collections.Counter()
+    saved = []
+
+    def wrap(cls: type, name: str, split: bool) -> None:
+        f = getattr(cls, name)
+        saved.append((cls, name, f))
+
+        def g(*a, **k):  # type: ignore[no-untyped-def]
+            t = time.perf_counter()
+            r = f(*a, **k)
+            key = f"{cls.__name__}.{name}" + (f" -> {r}" if split else "")
+            total[key] += time.perf_counter() - t
+            calls[key] += 1
+            return r
+        setattr(cls, name, g)
+
+    for cls, name, split in parts:
+        wrap(cls, name, split)
+
+    def restore() -> None:
+        for cls, name, f in saved:
+            setattr(cls, name, f)
+    return total, calls, restore
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--env", action="append", help="environment id (repeatable; default: all three)")
     ap.add_argument("--scenario", default="default")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--breakdown", action="store_true", help="time the parts of the measured episode, call by call")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -47,7 +85,22 @@ def main() -> None:
     for env_id in ids:
         env = gym.make(env_id, scenario=args.scenario, seeds=[args.seed]).unwrapped
         episode(env, args.seed + 100)  # warm-up: builds the scenario and fills the model's caches
+        if args.breakdown:
+            from hrlsched.envs.decision import DecisionPoint
+            from hrlsched.perf.analytic import AnalyticModel
+            from hrlsched.sim.simulation import Simulation
+
+            total, calls, restore = timed([
+                (Simulation, "step", False), (Simulation, "_advance", False), (AnalyticModel, "speeds", False),
+                (AnalyticModel, "_build_terms", False), (DecisionPoint, "act", False),
+                (DecisionPoint, "observation", False), (DecisionPoint, "begin", True)])
         steps, wall, stepping, info = episode(env, args.seed)
+        if args.breakdown:
+            restore()
+            print(f"  {env_id}: {stepping * 1e3:.0f} ms stepping (timers included); per part (a part inside another "
+                  "is counted in both; begin -> True: the agent has a choice):")
+            for key in sorted(total, key=lambda x: -total[x]):
+                print(f"    {key:34s} {calls[key]:6d} calls {total[key] * 1e3:7.1f} ms {total[key] / calls[key] * 1e6:7.1f} us")
         print(f"{env_id:26s} {args.scenario}: {steps} steps, {info['decision_points']} decision points, "
               f"{steps / stepping:,.0f} steps/s, episode {wall:.2f} s (reset included), "
               f"return {info['return']:.1f}, idle rescues {info['idle_rescues']}; CPU time: "
