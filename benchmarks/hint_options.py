@@ -11,7 +11,8 @@ benchmark evaluates on.
     .venv/bin/python benchmarks/hint_options.py [--runs default:1000-1004 --runs pollux-w1:1000 ...]
         [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
-Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,r=all|none|hint]``;
+Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]``;
+``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
@@ -59,13 +60,15 @@ def parse_options(text: str) -> dict:
             opts["keep_s"] = float(value)
         elif key == "f":
             opts["keep_frac"] = float(value)
+        elif key == "first" and value in ("arrival", "remaining"):
+            opts["first_order"] = value
         elif key == "menu" and not value:
             opts["worker_counts"] = list(WORKER_OPTIONS)
         elif key == "r" and value in reserve:
             opts["reserve_running"] = reserve[value]
         else:
-            raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu "
-                             "or r=all|none|hint")
+            raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
+                             "first=arrival|remaining or r=all|none|hint")
     return opts
 
 
@@ -78,7 +81,8 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
 
     base = ckpt.load(path or shipped_checkpoint())
     ckpt.save(out, with_weight(base, float(base.get("hint_gap_weight", 0.0)), opts["remaining_weight"], opts["keep_s"],
-                               "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True)))
+                               "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
+                               opts.get("first_order", "arrival")))
     return out
 
 

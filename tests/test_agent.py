@@ -389,6 +389,13 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     sched = HRLScheduler(tmp_path / "frac.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert (sched.dp.hint_policy.keep_frac, sched.dp.reserve_running) == (0.2, "hint")
+    assert sched.dp.hint_policy.first_order == "arrival"
+    ckpt.save(tmp_path / "first.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining"))
+    sched = HRLScheduler(tmp_path / "first.pt")
+    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
+    assert sched.dp.hint_policy.first_order == "remaining"
+    with pytest.raises(ValueError, match="first_order"):
+        tune.TuneConfig(checkpoint=str(src), first_order="size").validate()
     with pytest.raises(ValueError, match="keep_frac"):
         tune.TuneConfig(checkpoint=str(src), keep_frac=-0.5).validate()
     with pytest.raises(ValueError, match="reserve_running"):

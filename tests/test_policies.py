@@ -137,6 +137,22 @@ def test_optimus_keep_frac_keeps_a_running_job_unless_growing_saves_that_share()
         Optimus(keep_frac=-0.1)
 
 
+def test_optimus_first_order_remaining_admits_the_shortest_job_first() -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 1, sockets=1))  # one GPU, two jobs
+    model = OptimusModel(topo, CATALOGUE)
+    jobs = [job(0, model="dssm", gpus=1, samples=1e9, batch=1024), job(1, model="dssm", gpus=1, samples=1e9, batch=1024)]
+    view = make_view(topo, model, jobs)
+    got = {}
+    for order in ("arrival", "remaining"):
+        pol = Optimus(first_order=order)
+        pol.reset(topo, np.random.default_rng(0))
+        pol.remaining_steps = lambda v: np.array([1e5, 1e3])  # type: ignore[method-assign]  # job 1 is nearly done
+        got[order] = set(pol.allocate(view))
+    assert got == {"arrival": {0}, "remaining": {1}}
+    with pytest.raises(ValueError, match="first_order"):
+        Optimus(first_order="size")
+
+
 def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
     topo = Topology.from_spec(uniform_cluster(2, 8, sockets=1))
     model = OptimusModel(topo, CATALOGUE)

@@ -76,6 +76,7 @@ class TuneConfig:
     # (Optimus.keep_frac), and which running jobs hold their room (DecisionPoint's reserve_running)
     keep_frac: float = 0.0
     reserve_running: bool | str = True
+    first_order: str = "arrival"  # Optimus.first_order of the hint, at every point but ORIGIN
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
     valid_seeds: list[int] = field(default_factory=lambda: list(DEFAULT_VALID_SEEDS))
     workers: int = 2
@@ -92,6 +93,8 @@ class TuneConfig:
             raise ValueError(f"workers: expected a positive integer, got {self.workers}")
         if not (self.keep_frac >= 0 and math.isfinite(self.keep_frac)):
             raise ValueError(f"keep_frac: expected a finite number >= 0, got {self.keep_frac}")
+        if self.first_order not in ("arrival", "remaining"):
+            raise ValueError(f"first_order: expected 'arrival' or 'remaining', got {self.first_order!r}")
         if self.reserve_running not in (True, False, "hint"):
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {self.reserve_running!r}")
 
@@ -101,10 +104,10 @@ class TuneConfig:
 
 def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
                 keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
-                reserve_running: bool | str = True) -> dict[str, Any]:
+                reserve_running: bool | str = True, first_order: str = "arrival") -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and whose hint runs with
-    ``remaining_weight``, ``keep_s`` and ``keep_frac``, and with ``on_menu``
+    ``remaining_weight``, ``keep_s``, ``keep_frac`` and ``first_order``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
     hint as its paper runs it); ``reserve_running`` as ``DecisionPoint``'s
     (True, the default, is not written)."""
@@ -122,12 +125,14 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running")}
     if reserve_running is not True:
         kw["reserve_running"] = reserve_running
-    if remaining_weight or keep_s or on_menu or keep_frac:
+    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival":
         from hrlsched.policies.registry import ALLOCATIONS
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
         if keep_frac:
             opts["keep_frac"] = float(keep_frac)
+        if first_order != "arrival":
+            opts["first_order"] = first_order
         if on_menu:
             from hrlsched.envs.candidates import WORKER_OPTIONS
 
@@ -190,7 +195,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         import yaml
 
         saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
-        for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True)):
+        for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True),
+                              ("first_order", "arrival")):
             before = saved.get(name, default)
             if before != getattr(cfg, name):
                 raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
@@ -204,11 +210,13 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         p = out / "weights" / (f"w{g:g}.pt" if not (a or h) else f"w{g:g}-a{a:g}-h{h:g}.pt")
         if pt != ORIGIN:
             p = p.with_name(p.stem + "-menu" * cfg.hint_on_menu + f"-f{cfg.keep_frac:g}" * bool(cfg.keep_frac)
-                            + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True) + ".pt")
+                            + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True)
+                            + "-first" * (cfg.first_order != "arrival") + ".pt")
         if not p.is_file():
             ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
                                      cfg.keep_frac if pt != ORIGIN else 0.0,
-                                     cfg.reserve_running if pt != ORIGIN else True))
+                                     cfg.reserve_running if pt != ORIGIN else True,
+                                     cfg.first_order if pt != ORIGIN else "arrival"))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -237,6 +245,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
                "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
+               "first_order": cfg.first_order,
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}

@@ -28,6 +28,8 @@ def register(app: typer.Typer) -> None:
                                                  "time (Optimus.keep_frac), at every point")] = 0.0,
         reserve_running: Annotated[str, typer.Option(help="which running jobs hold their room until their turn: "
                                                      "all, none or hint (those the hint keeps)")] = "all",
+        first_order: Annotated[str, typer.Option(help="the order of the hint's first workers: arrival or "
+                                                 "remaining (shortest predicted remaining time first)")] = "arrival",
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
         workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
@@ -54,7 +56,8 @@ def register(app: typer.Typer) -> None:
             cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []),
                              grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
                              keep_s=lists["--keep"], hint_on_menu=hint_on_menu, keep_frac=keep_frac,
-                             reserve_running=reserve, train_seeds=parse_seeds(seeds), workers=workers)
+                             reserve_running=reserve, first_order=first_order, train_seeds=parse_seeds(seeds),
+                             workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
         except (CheckpointError, ValueError, FileNotFoundError) as e:
             err.print(f"[red]error:[/red] {e}")

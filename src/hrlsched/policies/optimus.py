@@ -22,7 +22,7 @@ Rules followed:
 - Placement (Sec. 4.2): its own ``optimus`` placement: the fewest servers
   that hold the job, workers and PSs spread evenly over them.
 
-Three extensions, off in the registered ``optimus`` (the paper's rules
+Extensions, off in the registered ``optimus`` (the paper's rules
 above); the ``hrl`` agent's hint uses them with values its ``tune`` search
 fits (docs/agent.md):
 - ``remaining_weight`` a: each gain is divided by T^a, T the job's remaining
@@ -36,6 +36,13 @@ fits (docs/agent.md):
 - ``worker_counts``: a job's workers step along these counts (the agent's
   menu, e.g. 1, 2, 4, 8, 16, 32) instead of one at a time, so that the
   menu slot of the hint is the hint itself.
+- ``keep_frac`` f: as ``keep_s``, the threshold a share f of the job's
+  remaining time at its current allocation (a number of seconds does not
+  carry across workloads whose jobs run minutes or days).
+- ``first_order``: ``"remaining"`` gives the first worker of each job in
+  order of its predicted remaining time at one worker (shortest first, as
+  shortest-remaining-first admits jobs) instead of arrival order, which
+  matters when there are more jobs than free GPUs.
 """
 
 from __future__ import annotations
@@ -70,7 +77,8 @@ class Optimus(AllocationPolicy):
 
     def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
                  remaining_weight: float = 0.0, keep_s: float = 0.0,
-                 worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0) -> None:
+                 worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0,
+                 first_order: str = "arrival") -> None:
         for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
                         ("keep_s", keep_s), ("keep_frac", keep_frac)):
             if not (v >= 0 and np.isfinite(v)):
@@ -83,6 +91,9 @@ class Optimus(AllocationPolicy):
         self.remaining_weight = float(remaining_weight)
         self.keep_s = float(keep_s)
         self.keep_frac = float(keep_frac)
+        if first_order not in ("arrival", "remaining"):
+            raise ValueError(f"optimus: first_order: expected 'arrival' or 'remaining', got {first_order!r}")
+        self.first_order = first_order
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})
@@ -210,7 +221,11 @@ class Optimus(AllocationPolicy):
                     best = (gain, (nw, np_, n0, n1, n2))
             return best
 
-        for k in np.argsort([j.arrival_s for j in jobs], kind="stable").tolist():
+        if self.first_order == "remaining":  # the shortest predicted remaining time at one worker first
+            first = sorted(range(n), key=lambda k: (T(k, 1, int(is_ps[k])), jobs[k].arrival_s, k))
+        else:
+            first = np.argsort([j.arrival_s for j in jobs], kind="stable").tolist()
+        for k in first:
             ps1 = int(is_ps[k])
             wc, pc, wm, pm = res[k]
             n0, n1, n2 = 1.0, float(wc + ps1 * pc), float(wm + ps1 * pm)
