@@ -49,9 +49,9 @@ def parse_runs(items: list[str]) -> list[tuple[str, int]]:
 
 def parse_options(text: str) -> dict:
     from hrlsched.envs.candidates import WORKER_OPTIONS
+    from hrlsched.envs.decision import RESERVE_RUNNING as reserve
 
     opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}
-    reserve = {"all": True, "none": False, "hint": "hint"}
     for part in text.split(","):
         key, _, value = part.partition("=")
         if key == "a":

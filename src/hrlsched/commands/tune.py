@@ -41,7 +41,9 @@ def register(app: typer.Typer) -> None:
         from hrlsched.commands.train import parse_seeds
 
         err = Console(stderr=True)
-        reserve = {"all": True, "none": False, "hint": "hint"}.get(reserve_running)
+        from hrlsched.envs.decision import RESERVE_RUNNING
+
+        reserve = RESERVE_RUNNING.get(reserve_running)
         if reserve is None:
             err.print(f"[red]error:[/red] --reserve-running {reserve_running!r}: expected all, none or hint")
             raise typer.Exit(2)

@@ -46,6 +46,8 @@ from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 
 ALLOCATE, PLACE = 0, 1
+#: ``reserve_running`` by its command-line name: which running jobs hold their room until their turn
+RESERVE_RUNNING: dict[str, bool | str] = {"all": True, "none": False, "hint": "hint"}
 # The candidate columns that change from one choice to the next (``_candidate_rows``'s ``dyn``):
 # speed over the request, hours to finish, servers spanned, share of the free GPUs, hint.
 DYN_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in (

@@ -262,8 +262,10 @@ class Optimus(AllocationPolicy):
                 if pl is None or w[k] == 0 or (w[k], p[k]) == (pl.n_workers, pl.n_ps):
                     continue
                 wc, pc = pl.n_workers, pl.n_ps
+                if w[k] < wc:
+                    continue
                 t_now = T(k, wc, max(pc, int(is_ps[k])))
-                if w[k] >= wc and t_now - T(k, w[k], p[k]) < max(self.keep_s, self.keep_frac * t_now):
+                if t_now - T(k, w[k], p[k]) < max(self.keep_s, self.keep_frac * t_now):
                     w[k], p[k] = wc, pc  # what it gives back stays free until the next allocation
         self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
         return dict(self.last)
