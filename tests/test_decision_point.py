@@ -361,3 +361,40 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
     assert held > 20 and changed > 5
     with pytest.raises(ValueError, match="reserve_running"):
         DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, reserve_running="some")
+
+
+def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -> None:
+    """At a level-2 point where every allocated job keeps its placement the
+    board is not built; asked for, it holds the kept placements, as one built
+    eagerly does."""
+    from hrlsched.envs.board import Board
+
+    p = pool(3)
+    np_random, _ = seeding.np_random(3)
+    wseed = p.draw(np_random)
+    sim = p.simulation(wseed, 1, "events")
+    dp = DecisionPoint(p.built(wseed).topology, agent_allocates=False, agent_places=True, placement="pack",
+                       max_jobs=p.max_jobs(), rescue_idle=True)
+    dp.reset(np_random)
+    view = sim.reset(int(np_random.integers(2**31)))
+    rng = np.random.default_rng(4)
+    lazy = 0
+    while view is not None:
+        if dp.begin(view):
+            more = True
+            while more:
+                valid = np.flatnonzero(dp.mask())
+                more = dp.act(int(valid[rng.integers(valid.size)]))
+        elif dp._board is None:
+            lazy += 1
+            kept = [(j, pl) for j, pl in zip(view.jobs, view.placements) if j.job_id in dp.placements]
+            assert kept and all(pl is dp.placements[j.job_id] for j, pl in kept)
+            eager = Board(view, 1, dp.profiles, dp.link_off)
+            assert eager.commit_kept([j for j, _ in kept], [pl for _, pl in kept])
+            board = dp.board
+            for name in ("gpu_workers", "socket_ps", "link_jobs"):
+                np.testing.assert_array_equal(getattr(board, name), getattr(eager, name), err_msg=name)
+            for name in ("gpu_free", "cores_free", "mem_free"):
+                np.testing.assert_array_equal(getattr(board.occ, name), getattr(eager.occ, name), err_msg=name)
+        view = sim.step(dp.decision()).view
+    assert lazy > 0, "no point with nothing to place: the test shows nothing"

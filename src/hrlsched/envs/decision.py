@@ -247,6 +247,8 @@ class DecisionPoint:
         self._past = (-1, 0.0)  # (decisions, their feature)
         self.rescues = 0
         self.view = None
+        self._board: Board | None = None
+        self._kept: tuple[list[Job], list[Placement]] | None = None
 
     # ----------------------------------------------------- decision points
     def begin(self, view: ClusterView) -> bool:
@@ -259,7 +261,10 @@ class DecisionPoint:
                 bases[job.job_id] = job
                 if job.model not in profiles:
                     profiles[job.model] = get_profile(job.model, view.catalogue)
-        self.board = Board(view, self.max_tasks, profiles, self.link_off, self._index)
+        self._board = None
+        self._kept = None  # kept placements, committed when the board is built
+        if self.agent_allocates:
+            self._board = Board(view, self.max_tasks, profiles, self.link_off, self._index)
         if self.hint_policy is not None:  # called at every point: the heuristic keeps its own state
             self._hints = self.hint_policy.allocate(view)
         n = min(len(view.jobs), self.max_jobs)
@@ -305,7 +310,13 @@ class DecisionPoint:
                 todo.append((k, job, pl if keep else None, al.workers, nps))
             kj = [job for _, job, pl, _, _ in todo if pl is not None]
             kp = [pl for _, _, pl, _, _ in todo if pl is not None]
-            if self.board.commit_kept(kj, kp):  # the usual case
+            if len(kp) == len(todo) and (kp or not self.rescue_idle):
+                # Nothing to place (every allocated job keeps its placement; they fit together,
+                # the engine ran them so): the point needs no board, unless something asks for it.
+                for job, pl in zip(kj, kp):
+                    self._record(job, pl)
+                self._kept = (kj, kp)
+            elif self.board.commit_kept(kj, kp):  # the usual case
                 for job, pl in zip(kj, kp):
                     self._record(job, pl)
                 self.queue = [(k, Allocation(w, p, None, job.arch, job.mode)) for k, job, pl, w, p in todo
@@ -317,6 +328,19 @@ class DecisionPoint:
                     else:
                         self.queue.append((k, Allocation(w, p, None, job.arch, job.mode)))
         return self._next_choice()
+
+    @property
+    def board(self) -> Board:
+        """Room left and what is decided at this point; at a level-2 point with
+        nothing to place, built (with the kept placements) only when asked for."""
+        b = self._board
+        if b is None:
+            assert self.view is not None, "no decision point yet"
+            b = self._board = Board(self.view, self.max_tasks, self.profiles, self.link_off, self._index)
+            if self._kept is not None:
+                ok = b.commit_kept(*self._kept)
+                assert ok, "kept placements that the engine ran together do not fit together"
+        return b
 
     def _hint_keeps(self, k: int) -> bool:
         """The hint keeps running job ``k`` as it runs (same workers, PSs,

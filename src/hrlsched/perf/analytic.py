@@ -164,40 +164,34 @@ class AnalyticModel(PerformanceModel):
         self._last: tuple | None = None
 
     # ------------------------------------------------------------ traffic
-    def _route(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """Directed links of the paths from GPUs ``a`` to sockets
-        ``dst_socket`` (a PS, host memory) or, where ``b`` is given, to GPUs
-        ``b``: (path index, link id) incidence rows, one per link a path
-        crosses; source-side links in their outgoing direction (id),
+    def _route(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Directed links of the paths from GPUs ``a`` to GPUs ``b`` or, where
+        ``b`` is -1, to sockets ``dst_socket`` (a PS, host memory): (path
+        index, link id) incidence rows, one per link a path crosses, path by
+        path; source-side links in their outgoing direction (id),
         destination-side ones in their incoming direction (id + n_links)."""
         t, D = self.topology, self.n_links
-        idx = np.arange(a.size)
-        sa, va = t.gpu_socket[a], t.gpu_server[a]
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        if b is not None:
-            vb = t.gpu_server[b]
-            nvl = (va == vb) & (t.nvlink_gbps[va] > 0)  # the server's NVLink fabric only
-            parts.append((idx[nvl], self.off_nvl + va[nvl]))
-            pcie = ~nvl
-            parts += [(idx[pcie], a[pcie]), (idx[pcie], D + b[pcie])]
-            up = pcie & (t.gpu_switch[a] != t.gpu_switch[b])
-            parts += [(idx[up], self.off_switch + t.gpu_switch[a][up]), (idx[up], D + self.off_switch + t.gpu_switch[b][up])]
-            sb = t.gpu_socket[b]
-        else:
-            up = np.ones(a.size, dtype=bool)
-            parts += [(idx, a), (idx, self.off_switch + t.gpu_switch[a])]
-            sb = dst_socket
+        to_gpu = b >= 0
+        bb = np.where(to_gpu, b, 0)
+        sa, va, wa, wb = t.gpu_socket[a], t.gpu_server[a], t.gpu_switch[a], t.gpu_switch[bb]
+        nvl = to_gpu & (va == t.gpu_server[bb]) & (t.nvlink_gbps[va] > 0)  # the server's NVLink fabric only
+        pcie = ~nvl
+        up = pcie & ~(to_gpu & (wa == wb))
+        sb = np.where(to_gpu, t.gpu_socket[bb], dst_socket)
         vb = t.socket_server[sb]
         cross = up & (sa != sb)
-        qpi = cross & (va == vb)
-        # QPI/UPI: one direction from the lower socket to the higher, the other back.
-        parts.append((idx[qpi], self.off_qpi + va[qpi] + np.where(sa[qpi] < sb[qpi], 0, D)))
         net = cross & (va != vb)
-        parts += [(idx[net], self.off_nic + va[net]), (idx[net], D + self.off_nic + vb[net])]
         ra, rb = t.server_rack[va], t.server_rack[vb]
         rack = net & (ra != rb)
-        parts += [(idx[rack], self.off_rack + ra[rack]), (idx[rack], D + self.off_rack + rb[rack])]
-        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+        # One row per (link kind, path); QPI/UPI: one direction from the lower socket to the higher,
+        # the other back.
+        links = np.concatenate([self.off_nvl + va, a, D + bb, self.off_switch + wa, D + self.off_switch + wb,
+                                self.off_qpi + va + np.where(sa < sb, 0, D), self.off_nic + va,
+                                D + self.off_nic + vb, self.off_rack + ra, D + self.off_rack + rb]).reshape(10, -1)
+        on = np.concatenate([nvl, pcie, pcie & to_gpu, up, up & to_gpu, cross & (va == vb), net, net, rack,
+                             rack]).reshape(10, -1)
+        path, kind = np.nonzero(on.T)  # path by path
+        return path, links[kind, path]
 
     def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(link ids, bytes per iteration) of each job, built for all of them at
@@ -252,13 +246,18 @@ class AnalyticModel(PerformanceModel):
         home = hsock[np.searchsorted(hkeys, gjob * t.n_servers + t.gpu_server[g])]
 
         D = self.n_links
-        n_ps, n_in = ps_pairs[0].size, int(iw.sum())
-        pi_p, link_p = self._route(ps_pairs[0], ps_pairs[1], None)  # push: worker -> PS
-        pi_i, link_i = self._route(g[iw], home[iw], None)
-        pi_r, link_r = self._route(ring[0], ring[0], ring[1])
+        n_ps, n_in, n_ring = ps_pairs[0].size, int(iw.sum()), ring[0].size
+        # The paths of the push (worker -> PS), of the input (host -> worker, routed from the
+        # worker) and of the ring, routed at once; their rows come path by path.
+        pi_a, link_a = self._route(np.concatenate([ps_pairs[0], g[iw], ring[0]]),
+                                   np.concatenate([ps_pairs[1], home[iw], np.zeros(n_ring, dtype=np.int64)]),
+                                   np.concatenate([np.full(n_ps + n_in, -1), ring[1]]))
+        m = int(np.searchsorted(pi_a, n_ps))
+        pi_p, link_p, pi_o, link_o = pi_a[:m], link_a[:m], pi_a[m:], link_a[m:]
         # Pull (PS -> worker) and input (host -> GPU) run the other way.
-        pi = np.concatenate([pi_p, pi_p + n_ps, pi_i + 2 * n_ps, pi_r + 2 * n_ps + n_in])
-        link = np.concatenate([link_p, (link_p + D) % (2 * D), (link_i + D) % (2 * D), link_r])
+        pi = np.concatenate([pi_p, pi_p + n_ps, pi_o + n_ps])
+        link = np.concatenate([link_p, (link_p + D) % (2 * D),
+                               np.where(pi_o < n_ps + n_in, (link_o + D) % (2 * D), link_o)])
         nbytes = np.concatenate([ps_pairs[3], ps_pairs[3], inp[gjob][iw], ring[3]])
         pjob = np.concatenate([ps_pairs[2], ps_pairs[2], gjob[iw], ring[2]])
         # Gradient traffic on network links (NIC, rack uplink): theta2-sized
