@@ -188,7 +188,7 @@ def main() -> int:
         res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None,
                                     alloc if p == learned else None) for s in seeds]) / 3600
                for p in [learned, *baselines]}
-        print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")
+        print(f"== {learned} on {label} ({' '.join([scen, *overrides])}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")
         print(f"{'seed':>4} " + " ".join(f"{p:>12}" for p in [learned, *baselines])
               + "".join(f" {learned + '/' + b:>20}" for b in baselines))
         for i, s in enumerate(seeds):
