@@ -17,10 +17,17 @@ workers and PSs by ``optimus`` (Harmony and its baselines alike:
 ``optimus+pack``, ``optimus+topology``, ``optimus+random``; default: the
 allocation the checkpoint was trained with); ``--harmony-set KEY=VALUE``
 (repeatable) adds a scenario override to ``comm`` for that match (e.g.
-``workload.jobs=100``, a lighter load).
+``workload.jobs=100``, a lighter load). ``--harmony-scenario NAME`` plays
+the Harmony match on another scenario instead of ``comm`` (a built-in name
+or a YAML, ``--harmony-set`` overrides added; e.g. ``ps-small``, small
+parameter-server jobs at a moderate load, where ``pack`` is not the best
+placement), and ``--harmony-placements pack,balance,topology,random``
+chooses the placements Harmony is compared with (each under the match's
+allocation; default ``pack,topology,random``).
 
     .venv/bin/python benchmarks/rl_rivals.py [--seeds 5] [--first-seed 0] [--dl2 PATH] [--harmony PATH]
         [--only dl2|harmony] [--harmony-allocation fifo|optimus] [--harmony-set KEY=VALUE ...]
+        [--harmony-scenario NAME] [--harmony-placements pack,balance,topology,random]
     .venv/bin/python benchmarks/rl_rivals.py --dl2-decisions 100   # DL2's choices against DRF's
 
 ``--dl2-decisions SEED`` runs DL2 greedy on ``default`` (a held-back seed,
@@ -144,6 +151,10 @@ def main() -> int:
                     help="the workers and PSs of each job in the Harmony match (default: the checkpoint's)")
     ap.add_argument("--harmony-set", action="append", default=[], metavar="KEY=VALUE",
                     help="a scenario override added to comm in the Harmony match (repeatable)")
+    ap.add_argument("--harmony-scenario", metavar="NAME",
+                    help="the Harmony match's scenario instead of comm (built-in name or YAML, e.g. ps-small)")
+    ap.add_argument("--harmony-placements", default="pack,topology,random", metavar="P1,P2,...",
+                    help="the placements Harmony is compared with, under its allocation (default: pack,topology,random)")
     ap.add_argument("--dl2-decisions", type=int, metavar="SEED", help="DL2's choices against DRF's on this seed")
     args = ap.parse_args()
     if args.dl2_decisions is not None:
@@ -153,20 +164,31 @@ def main() -> int:
         ap.error("--seeds: expected at least 1")
     if args.first_seed < 0:
         ap.error("--first-seed: expected a seed >= 0")
+    from hrlsched.policies.registry import PLACEMENTS
+
+    placements = [p.strip() for p in args.harmony_placements.split(",") if p.strip()]
+    bad = [p for p in placements if p not in PLACEMENTS]
+    if bad or not placements:
+        ap.error(f"--harmony-placements: unknown placements {bad}; expected among {sorted(PLACEMENTS)}")
     for name in args.only or list(MATCHES):
         scen, overrides, learned, baselines = MATCHES[name]
         ck = getattr(args, name)
         alloc = None
+        label = scen
         if name == "harmony":
+            if args.harmony_scenario:
+                scen = label = args.harmony_scenario
+                overrides = []
+            else:
+                label = "comm"
             overrides = [*overrides, *args.harmony_set]
             alloc = args.harmony_allocation or harmony_allocation(ck)
-            baselines = [f"{alloc}+{b.partition('+')[2]}" for b in baselines]
+            baselines = [f"{alloc}+{p}" for p in placements]
         seeds = range(args.first_seed, args.first_seed + args.seeds)
         res = {p: np.array([avg_jct(scen, overrides, p, s, ck if p == learned else None,
                                     alloc if p == learned else None) for s in seeds]) / 3600
                for p in [learned, *baselines]}
-        label = "comm" if overrides else scen
-        print(f"== {learned} on {label} ({scen} {' '.join(overrides)}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")
+        print(f"== {learned} on {label} ({' '.join([scen, *overrides])}): avg JCT in hours, seeds {seeds[0]}-{seeds[-1]}")
         print(f"{'seed':>4} " + " ".join(f"{p:>12}" for p in [learned, *baselines])
               + "".join(f" {learned + '/' + b:>20}" for b in baselines))
         for i, s in enumerate(seeds):

@@ -296,20 +296,25 @@ def test_options_typed_by_field() -> None:
         apply_options(cfg, ["window=many"])
 
 
-def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_path: Path) -> None:
-    """``benchmarks/rl_rivals.py --harmony-allocation``: Harmony with its
-    checkpoint's allocation gives the figure of ``simulate``; another
-    allocation (``optimus``) runs it with that one."""
+def load_rivals():  # noqa: ANN201
     import importlib.util
-
-    from hrlsched.config import resolve_run_config
-    from hrlsched.run import simulate
-    from hrlsched.sim.metrics import summary
 
     spec = importlib.util.spec_from_file_location("rl_rivals", Path(__file__).parents[1] / "benchmarks" / "rl_rivals.py")
     assert spec is not None and spec.loader is not None
     rivals = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(rivals)
+    return rivals
+
+
+def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_path: Path) -> None:
+    """``benchmarks/rl_rivals.py --harmony-allocation``: Harmony with its
+    checkpoint's allocation gives the figure of ``simulate``; another
+    allocation (``optimus``) runs it with that one."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    rivals = load_rivals()
     small = tmp_path / "harmony-small.pt"
     harmony.export(harmony_run / "best.pt", small)
     assert rivals.harmony_allocation(str(small)) == "fifo"
@@ -317,3 +322,46 @@ def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_p
     cfg = resolve_run_config("default", "harmony", 0, [*TINY_H, f"checkpoint={small}"])
     assert mine == summary(simulate(cfg), "harmony", "default")["avg_jct_s"]
     assert rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "optimus") > 0
+
+
+PS_SMALL = ["workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.6,0.25,0.15]", "workload.jobs=90",
+            "workload.allreduce_fraction=0", "workload.open_fraction=0"]
+
+
+def test_ps_small_scenario_is_default_with_small_ps_jobs() -> None:
+    """``ps-small`` (the scenario where Harmony's placement is measured
+    against ``pack``): ``default``'s cluster and models, small PS jobs, 90
+    of them; the same jobs as ``default`` with those overrides."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+
+    cfg = resolve_run_config("ps-small").scenario
+    ref = resolve_run_config("default", overrides=PS_SMALL).scenario
+    assert cfg.name == "ps-small"
+    assert cfg.cluster == ref.cluster and cfg.workload == ref.workload
+    w = cfg.workload
+    assert (w.jobs, w.gpu_counts, w.allreduce_fraction, w.models) == (90, [1, 2, 4], 0.0, None)
+    jobs = build_scenario(cfg, 100).jobs
+    assert len(jobs) == 90 and all(j.arch == "ps" and j.requested_gpus <= 4 for j in jobs)
+    assert [(j.model, j.requested_gpus, j.arrival_s) for j in jobs] == \
+        [(j.model, j.requested_gpus, j.arrival_s) for j in build_scenario(ref, 100).jobs]
+
+
+def test_rl_rivals_plays_harmony_on_another_scenario(harmony_run: Path, tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """``rl_rivals.py --harmony-scenario ps-small --harmony-placements``:
+    the Harmony match on that scenario, against the placements named."""
+    rivals = load_rivals()
+    small = tmp_path / "harmony-small.pt"
+    harmony.export(harmony_run / "best.pt", small)
+    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony", str(small), "--seeds", "1",
+                                     "--first-seed", "100", "--harmony-scenario", "ps-small",
+                                     "--harmony-set", "workload.jobs=8", "--harmony-set", "workload.duration_h=0.5",
+                                     "--harmony-placements", "pack,balance"])
+    assert rivals.main() == 0
+    out = capsys.readouterr().out
+    assert "harmony on ps-small" in out and "fifo+balance" in out and "fifo+random" not in out
+    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony-placements", "pack,nowhere"])
+    with pytest.raises(SystemExit):
+        rivals.main()
