@@ -13,7 +13,8 @@ benchmark evaluates on.
 
 Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
-``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's;
+``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's, ``b`` a weight
+added to the hint slot's score (``NetConfig.hint_bonus``);
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
@@ -63,6 +64,8 @@ def parse_options(text: str) -> dict:
             opts["keep_frac"] = float(value)
         elif key == "g":
             opts["gap"] = float(value)
+        elif key == "b":
+            opts["bonus"] = float(value)
         elif key == "first" and value in ("arrival", "remaining"):
             opts["first_order"] = value
         elif key == "menu" and not value:
@@ -71,7 +74,7 @@ def parse_options(text: str) -> dict:
             opts["reserve_running"] = reserve[value]
         else:
             raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
-                             "first=arrival|remaining, g=<gap weight> or r=all|none|hint")
+                             "first=arrival|remaining, g=<gap weight>, b=<hint bonus> or r=all|none|hint")
     return opts
 
 
@@ -86,7 +89,7 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
     ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"],
                                "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
-                               opts.get("first_order", "arrival")))
+                               opts.get("first_order", "arrival"), opts.get("bonus")))
     return out
 
 
@@ -129,7 +132,8 @@ def main() -> None:
     args = ap.parse_args()
     runs = parse_runs(args.runs or DEFAULT_RUNS)
     rows = [(r, None) for r in REFERENCES] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
-    for key, what in (("reserve_running", "r=...: the reservation of running jobs"), ("gap", "g=...: the hint-gap weight")):
+    for key, what in (("reserve_running", "r=...: the reservation of running jobs"), ("gap", "g=...: the hint-gap weight"),
+                      ("bonus", "b=...: the hint bonus")):
         if args.agent is None and any(key in opts for _, opts in rows if opts):
             raise SystemExit(f"--options {what} is the agent's (use --agent)")
     with tempfile.TemporaryDirectory() as tmp:

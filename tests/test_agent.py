@@ -77,20 +77,26 @@ def test_masked_actions_are_never_chosen() -> None:
         MaskedCategorical(torch.zeros(1, 3), torch.zeros(1, 3, dtype=torch.bool))
 
 
-@pytest.mark.parametrize("hint_gap", [False, True])
-def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool) -> None:
+@pytest.mark.parametrize(("hint_gap", "hint_bonus"), [(False, False), (True, False), (True, True)])
+def test_static_encoding_once_per_point_gives_the_same_logits(hint_gap: bool, hint_bonus: bool) -> None:
     """A level-1 network encodes a decision point once (the ``hrl`` policy's
     fast path): scoring each job from that encoding and its own rows, in
     torch or with the policy's numpy scorer, equals scoring the full
-    observation, at every choice of an episode (with the hint-gap weight too)."""
+    observation, at every choice of an episode (with the hint-gap weight and
+    the hint bonus too)."""
     env = make_env("allocate", 1000, tiny_kwargs(hint="optimus", overrides=[*TINY, "workload.open_fraction=1.0"]))
     obs, _ = env.reset(seed=0)
     dp = env.unwrapped.dp
     torch.manual_seed(0)
-    net = HRLNet(dataclasses.replace(SMALL_NET, hint_gap=hint_gap), allocates=True, places=False)
+    net = HRLNet(dataclasses.replace(SMALL_NET, hint_gap=hint_gap, hint_bonus=hint_bonus), allocates=True,
+                 places=False)
     if hint_gap:
         with torch.no_grad():
             net.gap.fill_(0.7)
+    if hint_bonus:
+        with torch.no_grad():
+            net.bonus.fill_(2.5)
+        assert CandidateScorer(net).bonus == 2.5
     assert net.static
     scorer = CandidateScorer(net)
     gaps = 0

@@ -23,7 +23,10 @@ GPUs run on 1,024:
   worker count (``hint_speed_gap``): the shared scorer reads the rows one by
   one and cannot make that comparison, which is where the architecture and
   mode a job leaves open are chosen (the heuristics keep the workload's
-  default). Its weight is fitted by ``hrlsched tune`` (``agent/tune.py``).
+  default). Its weight is fitted by ``hrlsched tune`` (``agent/tune.py``);
+- optionally (``NetConfig.hint_bonus``) one weight added to the score of the
+  hint's slot (``is_hint``): how far the agent follows the hint over its own
+  scorer's preference, set with ``tune``'s ``--bonus``.
 
 The action layout is the environments' (``hrlsched.envs``): ``[candidates |
 GPUs | sockets | defer]`` (Hierarchical-v0), ``[candidates]``
@@ -72,6 +75,9 @@ class NetConfig:
     static_point: bool = True
     # one weight on ``hint_speed_gap`` added to the candidate scores (0 until fitted)
     hint_gap: bool = False
+    # one weight on the hint slot's ``is_hint`` added to its score (0 until fitted): how strongly the
+    # agent takes the hint's slot over what its scorer prefers
+    hint_bonus: bool = False
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -189,6 +195,8 @@ class HRLNet(nn.Module):
             self.cand = mlp(len(F.CANDIDATE_FEATURES) + 2 * d, hid, 1)
             if cfg.hint_gap:
                 self.gap = nn.Parameter(torch.zeros(()))
+            if cfg.hint_bonus:
+                self.bonus = nn.Parameter(torch.zeros(()))
         if places:
             self.gpu_head = mlp(3 * d, hid, 1)
             self.sock_head = mlp(3 * d, hid, 1)
@@ -247,6 +255,8 @@ class HRLNet(nn.Module):
             score = self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1)
             if self.cfg.hint_gap:
                 score = score + GAP_SCALE * self.gap * hint_speed_gap(c)
+            if self.cfg.hint_bonus:
+                score = score + self.bonus * c[..., GAP_COLUMNS[2]]
             parts.append(score)
         if self.places and part != "allocate":
             G, S = hg.shape[1], hs.shape[1]

@@ -142,6 +142,7 @@ class CandidateScorer:
         self.glob = layers(net.glob)
         self.cand = layers(net.cand)
         self.gap = float(GAP_SCALE * net.gap.detach()) if net.cfg.hint_gap else 0.0
+        self.bonus = float(net.bonus.detach()) if net.cfg.hint_bonus else 0.0
         # the first layers' weights by input block (``heads``' concatenations)
         d = net.cfg.d
         n_cc = len(F.CLUSTER_FEATURES) + len(F.CONTEXT_FEATURES)
@@ -196,4 +197,6 @@ class CandidateScorer:
             if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
                 sp = dyn[:, 0]  # speed over the request; where the hint's worker count: its gap, else 0
                 score = score + self.gap * ((sp - sp[hr]) * (base[:, self._iw] == base[hr, self._iw]))
+        if self.bonus:
+            score = score + self.bonus * dyn[:, 4]
         return score

@@ -104,9 +104,12 @@ class TuneConfig:
 
 def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
                 keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
-                reserve_running: bool | str = True, first_order: str = "arrival") -> dict[str, Any]:
+                reserve_running: bool | str = True, first_order: str = "arrival",
+                bonus: float | None = None) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
-    weight ``weight`` (in units of ``GAP_SCALE``) and whose hint runs with
+    weight ``weight`` (in units of ``GAP_SCALE``) and, where ``bonus`` is
+    given, that weight on the hint slot's score (``NetConfig.hint_bonus``;
+    None keeps the payload's), and whose hint runs with
     ``remaining_weight``, ``keep_s``, ``keep_frac`` and ``first_order``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
     hint as its paper runs it); ``reserve_running`` as ``DecisionPoint``'s
@@ -121,6 +124,9 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     net["net"] = {**net["net"], "hint_gap": True}
     state = dict(payload["state_dict"])
     state["gap"] = torch.tensor(float(weight))
+    if bonus is not None:
+        net["net"]["hint_bonus"] = True
+        state["bonus"] = torch.tensor(float(bonus))
     keep = {k: v for k, v in payload.items() if k not in ("optimizer", "rng")}
     kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running")}
     if reserve_running is not True:
