@@ -11,12 +11,15 @@ benchmark evaluates on.
     .venv/bin/python benchmarks/hint_options.py [--runs default:1000-1004 --runs pollux-w1:1000 ...]
         [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
-Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]``;
+Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]
+[,win=arrival|hint]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
-``reserve_running``; default all). ``--agent`` runs, for each option set,
+``reserve_running``; default all); ``win`` (with ``--agent`` only) which
+jobs a point decides, the first ``max_jobs`` in arrival order or in the hint's
+(``DecisionPoint``'s ``window``; default arrival). ``--agent`` runs, for each option set,
 the agent (the shipped network, or CHECKPOINT's, with its hint-gap weight)
 with its hint set so (``tune.with_weight``), instead of the hint alone.
 Prints the mean average JCT (hours) per workload family and option set.
@@ -66,9 +69,11 @@ def parse_options(text: str) -> dict:
             opts["worker_counts"] = list(WORKER_OPTIONS)
         elif key == "r" and value in reserve:
             opts["reserve_running"] = reserve[value]
+        elif key == "win" and value in ("arrival", "hint"):
+            opts["window"] = value
         else:
             raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
-                             "first=arrival|remaining or r=all|none|hint")
+                             "first=arrival|remaining, r=all|none|hint or win=arrival|hint")
     return opts
 
 
@@ -82,7 +87,7 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     base = ckpt.load(path or shipped_checkpoint())
     ckpt.save(out, with_weight(base, float(base.get("hint_gap_weight", 0.0)), opts["remaining_weight"], opts["keep_s"],
                                "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
-                               opts.get("first_order", "arrival")))
+                               opts.get("first_order", "arrival"), opts.get("window", "arrival")))
     return out
 
 
@@ -125,8 +130,9 @@ def main() -> None:
     args = ap.parse_args()
     runs = parse_runs(args.runs or DEFAULT_RUNS)
     rows = [(r, None) for r in REFERENCES] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
-    if args.agent is None and any("reserve_running" in opts for _, opts in rows if opts):
-        raise SystemExit("--options r=...: the reservation of running jobs is the agent's (use --agent)")
+    if args.agent is None and any("reserve_running" in opts or "window" in opts for _, opts in rows if opts):
+        raise SystemExit("--options r=... or win=...: the reservation of running jobs and the window of decided "
+                         "jobs are the agent's (use --agent)")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {name: agent_payload(args.agent or None, opts, f"{tmp}/{i}.pt")
                  for i, (name, opts) in enumerate(rows) if opts is not None and args.agent is not None}

@@ -107,6 +107,7 @@ class Optimus(AllocationPolicy):
         self.last_time = -np.inf
         self.last_ids: frozenset[int] = frozenset()
         self.last: dict[int, Allocation] = {}
+        self.last_order: list[int] = []
         # Memos (pure functions of their keys, so the allocations are the same
         # as without them): each job's true loss curve, its fitted curve per
         # number of observations, and its predicted speed alone per (workers, PSs).
@@ -268,7 +269,16 @@ class Optimus(AllocationPolicy):
                 if t_now - T(k, w[k], p[k]) < max(self.keep_s, self.keep_frac * t_now):
                     w[k], p[k] = wc, pc  # what it gives back stays free until the next allocation
         self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
+        self.last_order = [jobs[k].job_id for k in first if w[k] > 0]  # the order of the first workers
         return dict(self.last)
+
+    def priority(self, allocs: dict[int, Allocation]) -> list[int]:
+        """The jobs of ``allocs`` in the order of their first worker (arrival
+        order, or shortest predicted remaining time first with
+        ``first_order="remaining"``); ``allocate``'s dict order stays the
+        view's, as the paper's placement order."""
+        order = [j for j in self.last_order if j in allocs]
+        return order + [j for j in allocs if j not in set(order)] if len(order) < len(allocs) else order
 
 
 def _max_ratio(n0: float, n1: float, n2: float, c0: float, c1: float, c2: float) -> float:
