@@ -365,9 +365,10 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
 
 def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     """``window="hint"``: with more jobs than ``max_jobs``, the jobs a point
-    decides are those the hint runs, in its priority order (``Optimus`` with
-    ``first_order="remaining"``: the shortest first), though they arrived
-    last; in arrival order they are out of the window and never run. The
+    decides are those the hint runs first in its priority order (``Optimus``
+    with ``first_order="remaining"``: the shortest first), though they
+    arrived last, decided in arrival order (``"hint-order"``: in the hint's);
+    in arrival order they are out of the window and never run. The
     view is permuted consistently (``ClusterView.permuted``) and the
     decision is keyed by job id."""
     from hrlsched.cluster import uniform_cluster
@@ -382,7 +383,7 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     view = make_view(topo, perf, jobs)
     rem = np.array([1e5, 1e5, 1e5, 1e5, 1e4, 1e3])  # the last two are the shortest, job 5 first
     got = {}
-    for window in ("arrival", "hint"):
+    for window in ("arrival", "hint", "hint-order"):
         dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="optimus",
                            hint_options={"first_order": "remaining"}, window=window, skip_forced=False)
         dp.reset(np.random.default_rng(0))
@@ -398,7 +399,8 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
         got[window] = (decided, set(dp.decision().placements))
     # in arrival order the hint's jobs are out of reach: the two decided wait (the idle rescue starts one)
     assert got["arrival"][0] == [0, 1] and not got["arrival"][1] & {4, 5}
-    assert got["hint"] == ([5, 4], {5, 4})
+    assert got["hint"] == ([4, 5], {4, 5})  # the hint's jobs, decided in arrival order
+    assert got["hint-order"] == ([5, 4], {4, 5})  # ... or in the hint's
     # the permuted view: per-job arrays and the index follow the jobs; the original is untouched
     order = [5, 4, 0, 1, 2, 3]
     pv = view.permuted(order)

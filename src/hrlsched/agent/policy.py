@@ -75,7 +75,7 @@ class HRLScheduler(Scheduler):
             topology, agent_allocates=self.part != "place", agent_places=self.part != "allocate",
             placement=kw.get("placement", "pack"), allocation=kw.get("allocation", "optimus"), max_jobs=max_jobs,
             hint=kw.get("hint"), **{k: kw[k] for k in ("worker_options", "ps_options", "hint_options", "reserve_running",
-                                                       "window") if k in kw},
+                                                       "window", "recheck_s") if k in kw},
         )
         self.dp.reset(rng)
         self.steps = 0
