@@ -12,8 +12,9 @@ benchmark evaluates on.
         [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
 Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]
-[,win=arrival|hint|hint-order][,re=<seconds>]``;
+[,win=arrival|hint|hint-order][,re=<seconds>][,obs]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
+``obs`` has the hint observe each job's loss once per round it ran (``Optimus.observe_rounds``);
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
@@ -74,12 +75,14 @@ def parse_options(text: str) -> dict:
             opts["reserve_running"] = reserve[value]
         elif key == "win" and value in ("arrival", "hint", "hint-order"):
             opts["window"] = value
+        elif key == "obs" and not value:
+            opts["observe_rounds"] = True
         elif key == "re" and value:
             opts["recheck_s"] = float(value)
         else:
             raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
-                             "first=arrival|remaining, r=all|none|hint, win=arrival|hint|hint-order or "
-                             "re=<seconds>")
+                             "first=arrival|remaining, r=all|none|hint, win=arrival|hint|hint-order, "
+                             "re=<seconds> or obs")
     return opts
 
 
@@ -94,7 +97,7 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     ckpt.save(out, with_weight(base, float(base.get("hint_gap_weight", 0.0)), opts["remaining_weight"], opts["keep_s"],
                                "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
                                opts.get("first_order", "arrival"), opts.get("window", "arrival"),
-                               opts.get("recheck_s")))
+                               opts.get("recheck_s"), opts.get("observe_rounds", False)))
     return out
 
 

@@ -411,3 +411,12 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
         view.permuted([0, 0, 1, 2, 3, 4])
     with pytest.raises(ValueError, match="window"):
         DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, window="hint")  # no hint
+    # recheck_s: each decision asks to be asked again that long after
+    dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=600.0, skip_forced=False)
+    dp.reset(np.random.default_rng(0))
+    more = dp.begin(make_view(topo, perf, jobs, time_s=120.0))
+    while more:
+        more = dp.act(WAIT)
+    assert dp.decision().recheck_s == 720.0
+    with pytest.raises(ValueError, match="recheck_s"):
+        DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)

@@ -77,6 +77,7 @@ class TuneConfig:
     keep_frac: float = 0.0
     reserve_running: bool | str = True
     first_order: str = "arrival"  # Optimus.first_order of the hint, at every point but ORIGIN
+    observe_rounds: bool = False  # Optimus.observe_rounds of the hint, at every point but ORIGIN
     window: str = "arrival"  # DecisionPoint's window (the jobs a point decides), at every point but ORIGIN
     recheck_s: float | None = None  # DecisionPoint's recheck_s (a point this long after the last), but at ORIGIN
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
@@ -111,10 +112,11 @@ class TuneConfig:
 def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
                 keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
                 reserve_running: bool | str = True, first_order: str = "arrival",
-                window: str = "arrival", recheck_s: float | None = None) -> dict[str, Any]:
+                window: str = "arrival", recheck_s: float | None = None,
+                observe_rounds: bool = False) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and whose hint runs with
-    ``remaining_weight``, ``keep_s``, ``keep_frac`` and ``first_order``, and with ``on_menu``
+    ``remaining_weight``, ``keep_s``, ``keep_frac``, ``first_order`` and ``observe_rounds``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
     hint as its paper runs it); ``reserve_running``, ``window`` and
     ``recheck_s`` as ``DecisionPoint``'s (their defaults, True, ``"arrival"``
@@ -138,7 +140,7 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
         kw["window"] = window
     if recheck_s is not None:
         kw["recheck_s"] = float(recheck_s)
-    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival":
+    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival" or observe_rounds:
         from hrlsched.policies.registry import ALLOCATIONS
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
@@ -146,6 +148,8 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
             opts["keep_frac"] = float(keep_frac)
         if first_order != "arrival":
             opts["first_order"] = first_order
+        if observe_rounds:
+            opts["observe_rounds"] = True
         if on_menu:
             from hrlsched.envs.candidates import WORKER_OPTIONS
 
@@ -210,7 +214,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
         for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True),
                               ("first_order", "arrival"), ("window", "arrival"),
-                              ("recheck_s", None)):
+                              ("recheck_s", None), ("observe_rounds", False)):
             before = saved.get(name, default)
             if before != getattr(cfg, name):
                 raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
@@ -226,7 +230,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
             p = p.with_name(p.stem + "-menu" * cfg.hint_on_menu + f"-f{cfg.keep_frac:g}" * bool(cfg.keep_frac)
                             + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True)
                             + "-first" * (cfg.first_order != "arrival") + f"-win{cfg.window}" * (cfg.window != "arrival")
-                            + f"-re{cfg.recheck_s:g}" * (cfg.recheck_s is not None)
+                            + (f"-re{cfg.recheck_s:g}" if cfg.recheck_s is not None else "") + "-obs" * cfg.observe_rounds
                             + ".pt")
         if not p.is_file():
             ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
@@ -234,7 +238,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                                      cfg.reserve_running if pt != ORIGIN else True,
                                      cfg.first_order if pt != ORIGIN else "arrival",
                                      cfg.window if pt != ORIGIN else "arrival",
-                                     cfg.recheck_s if pt != ORIGIN else None))
+                                     cfg.recheck_s if pt != ORIGIN else None,
+                                     cfg.observe_rounds and pt != ORIGIN))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -264,7 +269,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
                "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
                "first_order": cfg.first_order, "window": cfg.window,
-               "recheck_s": cfg.recheck_s,
+               "recheck_s": cfg.recheck_s, "observe_rounds": cfg.observe_rounds,
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}
