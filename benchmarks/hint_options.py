@@ -11,14 +11,21 @@ benchmark evaluates on.
     .venv/bin/python benchmarks/hint_options.py [--runs default:1000-1004 --runs pollux-w1:1000 ...]
         [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
-Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]``;
+Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]
+[,win=arrival|hint|hint-order][,re=<seconds>][,obs]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
+``obs`` has the hint observe each job's loss once per round it ran (``Optimus.observe_rounds``);
 ``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's, ``b`` a weight
 added to the hint slot's score (``NetConfig.hint_bonus``);
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
-``reserve_running``; default all). ``--agent`` runs, for each option set,
+``reserve_running``; default all); ``win`` (with ``--agent`` only) which
+jobs a point decides, the first ``max_jobs`` in arrival order or in the hint's
+(decided in arrival order, or with ``hint-order`` in the hint's; ``DecisionPoint``'s
+``window``; default arrival); ``re`` (with ``--agent``
+only) a decision point also that many seconds after the last
+(``DecisionPoint``'s ``recheck_s``; default: events only). ``--agent`` runs, for each option set,
 the agent (the shipped network, or CHECKPOINT's, with its hint-gap weight)
 with its hint set so (``tune.with_weight``), instead of the hint alone.
 Prints the mean average JCT (hours) per workload family and option set.
@@ -72,9 +79,16 @@ def parse_options(text: str) -> dict:
             opts["worker_counts"] = list(WORKER_OPTIONS)
         elif key == "r" and value in reserve:
             opts["reserve_running"] = reserve[value]
+        elif key == "win" and value in ("arrival", "hint", "hint-order"):
+            opts["window"] = value
+        elif key == "obs" and not value:
+            opts["observe_rounds"] = True
+        elif key == "re" and value:
+            opts["recheck_s"] = float(value)
         else:
             raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
-                             "first=arrival|remaining, g=<gap weight>, b=<hint bonus> or r=all|none|hint")
+                             "first=arrival|remaining, r=all|none|hint, win=arrival|hint|hint-order, "
+                             "re=<seconds>, obs, g=<gap weight> or b=<hint bonus>")
     return opts
 
 
@@ -89,7 +103,8 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
     ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"],
                                "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
-                               opts.get("first_order", "arrival"), opts.get("bonus")))
+                               opts.get("first_order", "arrival"), opts.get("window", "arrival"),
+                               opts.get("recheck_s"), opts.get("observe_rounds", False), opts.get("bonus")))
     return out
 
 
@@ -127,15 +142,19 @@ def main() -> None:
     ap.add_argument("--runs", action="append", help="SCENARIO:SEEDS (e.g. default:1000-1004; repeatable)")
     ap.add_argument("--options", action="append", help="an option set, e.g. a=1,h=3000,menu (repeatable)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--references", default=",".join(REFERENCES),
+                    help="the heuristics run beside, comma-separated ('' for none)")
     ap.add_argument("--agent", nargs="?", const="", default=None, metavar="CHECKPOINT",
                     help="run the agent (default: the shipped one) with each hint option set")
     args = ap.parse_args()
     runs = parse_runs(args.runs or DEFAULT_RUNS)
-    rows = [(r, None) for r in REFERENCES] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
-    for key, what in (("reserve_running", "r=...: the reservation of running jobs"), ("gap", "g=...: the hint-gap weight"),
-                      ("bonus", "b=...: the hint bonus")):
-        if args.agent is None and any(key in opts for _, opts in rows if opts):
-            raise SystemExit(f"--options {what} is the agent's (use --agent)")
+    refs = [r for r in args.references.split(",") if r]
+    rows = [(r, None) for r in refs] + [(o, parse_options(o)) for o in (args.options or DEFAULT_OPTIONS)]
+    if args.agent is None and any(k in opts for k in ("reserve_running", "window", "recheck_s", "gap", "bonus")
+                                  for _, opts in rows if opts):
+        raise SystemExit("--options r=..., win=..., re=..., g=... or b=...: the reservation of running jobs, the "
+                         "window of decided jobs, the agent's extra decision points, its hint-gap weight and hint "
+                         "bonus are the agent's (use --agent)")
     with tempfile.TemporaryDirectory() as tmp:
         paths = {name: agent_payload(args.agent or None, opts, f"{tmp}/{i}.pt")
                  for i, (name, opts) in enumerate(rows) if opts is not None and args.agent is not None}
@@ -153,7 +172,7 @@ def main() -> None:
     print(f"| {what} | " + " | ".join(families) + " |")
     print("|---" * (len(families) + 1) + "|")
     for name, _ in rows:
-        label = name if name in REFERENCES else ("hrl, hint " if args.agent is not None else "") + f"optimus({name})"
+        label = name if name in refs else ("hrl, hint " if args.agent is not None else "") + f"optimus({name})"
         print(f"| {label} | " + " | ".join(f"{np.mean(table[name][f]):.3f}" for f in families) + " |")
 
 

@@ -399,7 +399,18 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     ckpt.save(tmp_path / "first.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining"))
     sched = HRLScheduler(tmp_path / "first.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert sched.dp.hint_policy.first_order == "remaining"
+    assert sched.dp.hint_policy.first_order == "remaining" and sched.dp.window == "arrival"
+    assert sched.dp.recheck_s is None and not sched.dp.hint_policy.observe_rounds
+    ckpt.save(tmp_path / "win.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining", window="hint",
+                                                    recheck_s=600.0, observe_rounds=True))
+    sched = HRLScheduler(tmp_path / "win.pt")
+    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
+    assert sched.dp.window == "hint" and ckpt.load(tmp_path / "win.pt")["env_kwargs"]["window"] == "hint"
+    assert sched.dp.recheck_s == 600.0 and sched.dp.hint_policy.observe_rounds
+    with pytest.raises(ValueError, match="recheck_s"):
+        tune.TuneConfig(checkpoint=str(src), recheck_s=0.0).validate()
+    with pytest.raises(ValueError, match="window"):
+        tune.TuneConfig(checkpoint=str(src), window="size").validate()
     with pytest.raises(ValueError, match="first_order"):
         tune.TuneConfig(checkpoint=str(src), first_order="size").validate()
     with pytest.raises(ValueError, match="keep_frac"):

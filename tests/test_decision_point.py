@@ -398,3 +398,62 @@ def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -
                 np.testing.assert_array_equal(getattr(board.occ, name), getattr(eager.occ, name), err_msg=name)
         view = sim.step(dp.decision()).view
     assert lazy > 0, "no point with nothing to place: the test shows nothing"
+
+
+def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
+    """``window="hint"``: with more jobs than ``max_jobs``, the jobs a point
+    decides are those the hint runs first in its priority order (``Optimus``
+    with ``first_order="remaining"``: the shortest first), though they
+    arrived last, decided in arrival order (``"hint-order"``: in the hint's);
+    in arrival order they are out of the window and never run. The
+    view is permuted consistently (``ClusterView.permuted``) and the
+    decision is keyed by job id."""
+    from hrlsched.cluster import uniform_cluster
+    from hrlsched.core import CATALOGUE
+    from hrlsched.envs.candidates import WAIT
+    from hrlsched.perf import OptimusModel
+    from tests.helpers import job, make_view
+
+    topo = Topology.from_spec(uniform_cluster(1, 2, sockets=1))  # two GPUs, six one-GPU jobs
+    perf = OptimusModel(topo, CATALOGUE)
+    jobs = [job(k, arrival=float(k), model="dssm", gpus=1, samples=1e9, batch=1024) for k in range(6)]
+    view = make_view(topo, perf, jobs)
+    rem = np.array([1e5, 1e5, 1e5, 1e5, 1e4, 1e3])  # the last two are the shortest, job 5 first
+    got = {}
+    for window in ("arrival", "hint", "hint-order"):
+        dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="optimus",
+                           hint_options={"first_order": "remaining"}, window=window, skip_forced=False)
+        dp.reset(np.random.default_rng(0))
+        dp.hint_policy.remaining_steps = lambda v: rem[[j.job_id for j in v.jobs]]  # type: ignore[union-attr]
+        more = dp.begin(view)
+        assert dp.hint_policy.priority(dp._hints) == [5, 4]  # type: ignore[union-attr]
+        decided = [j.job_id for j in dp.view.jobs[: dp.n_dec]]  # type: ignore[union-attr]
+        while more:  # a valid slot with the hint's workers, else wait
+            hint = dp._hints.get(dp.view.jobs[dp.k].job_id)  # type: ignore[union-attr]
+            valid = np.flatnonzero(dp.mask()[: dp.n_cand]).tolist()
+            want = [c for c in valid if hint is not None and dp.table.workers[c] == hint.workers]
+            more = dp.act(int(want[0]) if want else WAIT)
+        got[window] = (decided, set(dp.decision().placements))
+    # in arrival order the hint's jobs are out of reach: the two decided wait (the idle rescue starts one)
+    assert got["arrival"][0] == [0, 1] and not got["arrival"][1] & {4, 5}
+    assert got["hint"] == ([4, 5], {4, 5})  # the hint's jobs, decided in arrival order
+    assert got["hint-order"] == ([5, 4], {4, 5})  # ... or in the hint's
+    # the permuted view: per-job arrays and the index follow the jobs; the original is untouched
+    order = [5, 4, 0, 1, 2, 3]
+    pv = view.permuted(order)
+    assert [j.job_id for j in pv.jobs] == order and pv.index(5) == 0 and view.index(5) == 5
+    np.testing.assert_array_equal(pv.remaining, view.remaining[order])
+    assert view.permuted(list(range(6))) is view
+    with pytest.raises(ValueError, match="permutation"):
+        view.permuted([0, 0, 1, 2, 3, 4])
+    with pytest.raises(ValueError, match="window"):
+        DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, window="hint")  # no hint
+    # recheck_s: each decision asks to be asked again that long after
+    dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=600.0, skip_forced=False)
+    dp.reset(np.random.default_rng(0))
+    more = dp.begin(make_view(topo, perf, jobs, time_s=120.0))
+    while more:
+        more = dp.act(WAIT)
+    assert dp.decision().recheck_s == 720.0
+    with pytest.raises(ValueError, match="recheck_s"):
+        DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)

@@ -227,3 +227,23 @@ def test_full_matrix_on_default(alloc: str, place: str) -> None:
 
     res = simulate(resolve_run_config("default", f"{alloc}+{place}", 0))
     assert np.all(~np.isnan(res.finish_s)) and np.all(res.rounds["gpus_busy"] <= res.n_gpus)
+
+
+def test_optimus_observe_rounds_backfills_the_rounds_between_calls() -> None:
+    """``observe_rounds``: a job that ran five rounds since the last call is
+    observed at five steps (spread evenly up to its progress), not one; a
+    call every round adds one point, as without it."""
+    topo = Topology.from_spec(uniform_cluster(1, 2, sockets=1))
+    model = OptimusModel(topo, CATALOGUE)
+    j = job(0, model="dssm", gpus=1, samples=1e9, batch=1024)
+    speed = 1024.0 * 10  # ten steps a second
+    got = {}
+    for obs in (False, True):
+        pol = Optimus(observe_rounds=obs)
+        pol.reset(topo, np.random.default_rng(0))
+        for rounds in (5, 6):  # after five rounds, then after one more
+            view = make_view(topo, model, [j], progress=[speed * 60.0 * rounds])
+            pol.observe(replace(view, speed=np.array([speed]), _index={}))
+        got[obs] = pol.obs[0][0]
+    assert got[False] == [3000.0, 3600.0]
+    np.testing.assert_allclose(got[True], [600.0, 1200.0, 1800.0, 2400.0, 3000.0, 3600.0])

@@ -86,6 +86,22 @@ class ClusterView:
     def age_s(self) -> np.ndarray:
         return self.time_s - np.fromiter((j.arrival_s for j in self.jobs), dtype=float, count=len(self.jobs))
 
+    def permuted(self, order: list[int]) -> ClusterView:
+        """The same snapshot with its jobs (and every per-job array) in the
+        order ``order`` (a permutation of the job indices); the cluster's
+        arrays are shared. ``self`` when the order is the identity."""
+        if len(order) != len(self.jobs) or sorted(order) != list(range(len(self.jobs))):
+            raise ValueError(f"permuted: expected a permutation of 0..{len(self.jobs) - 1}")
+        if order == list(range(len(order))):
+            return self
+        ix = np.asarray(order, dtype=np.int64)
+        return dataclasses.replace(
+            self, jobs=[self.jobs[k] for k in order], placements=[self.placements[k] for k in order],
+            progress=self.progress[ix], remaining=self.remaining[ix], attained_gpu_s=self.attained_gpu_s[ix],
+            running_s=self.running_s[ix], restarts=self.restarts[ix], speed=self.speed[ix],
+            batch_sizes=self.batch_sizes[ix], _index={},
+        )
+
 
 @dataclass
 class Decision:

@@ -74,8 +74,8 @@ class HRLScheduler(Scheduler):
         self.dp = DecisionPoint(
             topology, agent_allocates=self.part != "place", agent_places=self.part != "allocate",
             placement=kw.get("placement", "pack"), allocation=kw.get("allocation", "optimus"), max_jobs=max_jobs,
-            hint=kw.get("hint"), **{k: kw[k] for k in ("worker_options", "ps_options", "hint_options", "reserve_running")
-               if k in kw},
+            hint=kw.get("hint"), **{k: kw[k] for k in ("worker_options", "ps_options", "hint_options", "reserve_running",
+                                                       "window", "recheck_s") if k in kw},
         )
         self.dp.reset(rng)
         self.steps = 0

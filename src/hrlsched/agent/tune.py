@@ -77,6 +77,9 @@ class TuneConfig:
     keep_frac: float = 0.0
     reserve_running: bool | str = True
     first_order: str = "arrival"  # Optimus.first_order of the hint, at every point but ORIGIN
+    observe_rounds: bool = False  # Optimus.observe_rounds of the hint, at every point but ORIGIN
+    window: str = "arrival"  # DecisionPoint's window (the jobs a point decides), at every point but ORIGIN
+    recheck_s: float | None = None  # DecisionPoint's recheck_s (a point this long after the last), but at ORIGIN
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
     valid_seeds: list[int] = field(default_factory=lambda: list(DEFAULT_VALID_SEEDS))
     workers: int = 2
@@ -97,6 +100,10 @@ class TuneConfig:
             raise ValueError(f"first_order: expected 'arrival' or 'remaining', got {self.first_order!r}")
         if self.reserve_running not in (True, False, "hint"):
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {self.reserve_running!r}")
+        if self.window not in ("arrival", "hint", "hint-order"):
+            raise ValueError(f"window: expected 'arrival', 'hint' or 'hint-order', got {self.window!r}")
+        if self.recheck_s is not None and not (self.recheck_s > 0 and math.isfinite(self.recheck_s)):
+            raise ValueError(f"recheck_s: expected a positive number of seconds or None, got {self.recheck_s!r}")
 
     def points(self) -> list[Point]:
         return [(float(g), float(a), float(h)) for g in self.grid for a in self.remaining_weights for h in self.keep_s]
@@ -105,15 +112,17 @@ class TuneConfig:
 def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float = 0.0,
                 keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
                 reserve_running: bool | str = True, first_order: str = "arrival",
-                bonus: float | None = None) -> dict[str, Any]:
+                window: str = "arrival", recheck_s: float | None = None,
+                observe_rounds: bool = False, bonus: float | None = None) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and, where ``bonus`` is
     given, that weight on the hint slot's score (``NetConfig.hint_bonus``;
     None keeps the payload's), and whose hint runs with
-    ``remaining_weight``, ``keep_s``, ``keep_frac`` and ``first_order``, and with ``on_menu``
+    ``remaining_weight``, ``keep_s``, ``keep_frac``, ``first_order`` and ``observe_rounds``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
-    hint as its paper runs it); ``reserve_running`` as ``DecisionPoint``'s
-    (True, the default, is not written)."""
+    hint as its paper runs it); ``reserve_running``, ``window`` and
+    ``recheck_s`` as ``DecisionPoint``'s (their defaults, True, ``"arrival"``
+    and None, are not written)."""
     if payload.get("part") != "allocate":
         raise ckpt.CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
     hint = payload.get("env_kwargs", {}).get("hint")
@@ -128,10 +137,15 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
         net["net"]["hint_bonus"] = True
         state["bonus"] = torch.tensor(float(bonus))
     keep = {k: v for k, v in payload.items() if k not in ("optimizer", "rng")}
-    kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running")}
+    kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running", "window",
+                                                                         "recheck_s")}
     if reserve_running is not True:
         kw["reserve_running"] = reserve_running
-    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival":
+    if window != "arrival":
+        kw["window"] = window
+    if recheck_s is not None:
+        kw["recheck_s"] = float(recheck_s)
+    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival" or observe_rounds:
         from hrlsched.policies.registry import ALLOCATIONS
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
@@ -139,6 +153,8 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
             opts["keep_frac"] = float(keep_frac)
         if first_order != "arrival":
             opts["first_order"] = first_order
+        if observe_rounds:
+            opts["observe_rounds"] = True
         if on_menu:
             from hrlsched.envs.candidates import WORKER_OPTIONS
 
@@ -202,7 +218,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
 
         saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
         for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True),
-                              ("first_order", "arrival")):
+                              ("first_order", "arrival"), ("window", "arrival"),
+                              ("recheck_s", None), ("observe_rounds", False)):
             before = saved.get(name, default)
             if before != getattr(cfg, name):
                 raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
@@ -217,12 +234,17 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         if pt != ORIGIN:
             p = p.with_name(p.stem + "-menu" * cfg.hint_on_menu + f"-f{cfg.keep_frac:g}" * bool(cfg.keep_frac)
                             + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True)
-                            + "-first" * (cfg.first_order != "arrival") + ".pt")
+                            + "-first" * (cfg.first_order != "arrival") + f"-win{cfg.window}" * (cfg.window != "arrival")
+                            + (f"-re{cfg.recheck_s:g}" if cfg.recheck_s is not None else "") + "-obs" * cfg.observe_rounds
+                            + ".pt")
         if not p.is_file():
             ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
                                      cfg.keep_frac if pt != ORIGIN else 0.0,
                                      cfg.reserve_running if pt != ORIGIN else True,
-                                     cfg.first_order if pt != ORIGIN else "arrival"))
+                                     cfg.first_order if pt != ORIGIN else "arrival",
+                                     cfg.window if pt != ORIGIN else "arrival",
+                                     cfg.recheck_s if pt != ORIGIN else None,
+                                     cfg.observe_rounds and pt != ORIGIN))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -251,7 +273,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
                "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
-               "first_order": cfg.first_order,
+               "first_order": cfg.first_order, "window": cfg.window,
+               "recheck_s": cfg.recheck_s, "observe_rounds": cfg.observe_rounds,
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}

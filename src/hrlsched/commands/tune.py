@@ -30,6 +30,14 @@ def register(app: typer.Typer) -> None:
                                                      "all, none or hint (those the hint keeps)")] = "all",
         first_order: Annotated[str, typer.Option(help="the order of the hint's first workers: arrival or "
                                                  "remaining (shortest predicted remaining time first)")] = "arrival",
+        window: Annotated[str, typer.Option(help="which jobs a point decides (the first max_jobs): in arrival "
+                                            "order, or hint (the jobs the hint runs first; decided in arrival "
+                                            "order), or hint-order (decided in the hint's order)")] = "arrival",
+        recheck_s: Annotated[Optional[float], typer.Option(help="a decision point also this many seconds after "  # noqa: UP045
+                                                       "the last, as the hint re-allocates (optimus: 600); "
+                                                       "default: at arrivals and completions only")] = None,
+        observe_rounds: Annotated[bool, typer.Option(help="the hint observes each job's loss once per round it ran "
+                                                     "(Optimus.observe_rounds), not once per decision point")] = False,
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
         workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
@@ -58,7 +66,9 @@ def register(app: typer.Typer) -> None:
             cfg = TuneConfig(checkpoint=str(checkpoint), scenario=scenario, overrides=list(set_ or []),
                              grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
                              keep_s=lists["--keep"], hint_on_menu=hint_on_menu, keep_frac=keep_frac,
-                             reserve_running=reserve, first_order=first_order, train_seeds=parse_seeds(seeds),
+                             reserve_running=reserve, first_order=first_order, window=window, recheck_s=recheck_s,
+                             observe_rounds=observe_rounds,
+                             train_seeds=parse_seeds(seeds),
                              workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
         except (CheckpointError, ValueError, FileNotFoundError) as e:

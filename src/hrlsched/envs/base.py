@@ -96,6 +96,11 @@ class SchedulingEnv(gym.Env):
     - ``reserve_running``: the running jobs hold their room until their turn
       (True), not at all (False), or only those the hint keeps (``"hint"``;
       ``DecisionPoint``).
+    - ``window``: which jobs a point decides, the first ``max_jobs`` in
+      arrival order (``"arrival"``) or in the hint's order (``"hint"``;
+      ``DecisionPoint``).
+    - ``recheck_s``: with decision points at events, a point also this many
+      seconds after the last one (``DecisionPoint``); None: events only.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -127,6 +132,8 @@ class SchedulingEnv(gym.Env):
         hint: str | None = None,
         hint_options: Mapping[str, float] | None = None,
         reserve_running: bool | str = True,
+        window: str = "arrival",
+        recheck_s: float | None = None,
     ) -> None:
         if invalid_action not in ("raise", "fallback"):
             raise ValueError(f"invalid_action: expected 'raise' or 'fallback', got {invalid_action!r}")
@@ -139,7 +146,8 @@ class SchedulingEnv(gym.Env):
             allocation=allocation, max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
             ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced, hint=hint,
-            hint_options=hint_options, reserve_running=reserve_running,
+            hint_options=hint_options, reserve_running=reserve_running, window=window,
+            recheck_s=recheck_s,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

@@ -48,6 +48,9 @@ from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 ALLOCATE, PLACE = 0, 1
 #: ``reserve_running`` by its command-line name: which running jobs hold their room until their turn
 RESERVE_RUNNING: dict[str, bool | str] = {"all": True, "none": False, "hint": "hint"}
+#: ``window``: which jobs a point decides (the first ``max_jobs`` of arrival order, or of the hint's order)
+#: and in which order (arrival order, or the hint's for ``"hint-order"``)
+WINDOWS = ("arrival", "hint", "hint-order")
 # The candidate columns that change from one choice to the next (``_candidate_rows``'s ``dyn``):
 # speed over the request, hours to finish, servers spanned, share of the free GPUs, hint.
 DYN_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in (
@@ -85,6 +88,18 @@ class DecisionPoint:
       that the hint keeps as they run hold their room (a job the hint
       changes restarts anyway, and holding its room kept earlier jobs from
       the GPUs the hint meant them to have: menu slots below the hint's).
+    - ``window`` (level 1, with a hint): which jobs a point decides, the
+      first ``max_jobs`` of its jobs in arrival order (``"arrival"``), or in
+      the hint's order (``"hint"``): the jobs the hint runs in its priority
+      order (``AllocationPolicy.priority``), then the others in arrival
+      order; those are decided in arrival order (as the hint's own
+      allocation is placed), or in the hint's order (``"hint-order"``).
+      The point then works on the view with its jobs so ordered
+      (``ClusterView.permuted``; ``self.view``), so ``k`` indexes that order.
+    - ``recheck_s``: each decision asks to be asked again this many seconds
+      later even if no job arrives or finishes (``Decision.recheck_s``, under
+      decision points at events), e.g. the hint's own re-allocation interval
+      (``Optimus.interval_s``, 600 s); None: at the next event only.
     - ``rescue_idle``: a point that runs no job at all starts the first job
       the heuristic placement can place (at its request, else one worker);
       needed with decision points at events, where an idle cluster would
@@ -116,6 +131,8 @@ class DecisionPoint:
         hint: str | None = None,
         reserve_running: bool | str = True,
         hint_options: Mapping[str, float] | None = None,
+        window: str = "arrival",
+        recheck_s: float | None = None,
     ) -> None:
         if not (agent_allocates or agent_places):
             raise ValueError("DecisionPoint: the agent must decide at least one level")
@@ -175,6 +192,13 @@ class DecisionPoint:
         if reserve_running not in (True, False, "hint"):
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {reserve_running!r}")
         self.reserve_running = reserve_running
+        if window not in WINDOWS or (window != "arrival" and self.hint_name is None):
+            raise ValueError(f"window: expected one of {WINDOWS} ('hint' with a hint and the agent allocating), "
+                             f"got {window!r}")
+        self.window = window
+        if recheck_s is not None and not (recheck_s > 0 and math.isfinite(recheck_s)):
+            raise ValueError(f"recheck_s: expected a positive number of seconds or None, got {recheck_s!r}")
+        self.recheck_s = None if recheck_s is None else float(recheck_s)
         # What never changes: static observation parts, the menu's columns.
         self._gpu_groups = F.gpu_groups(topo, self.max_gpus)
         self._links_static = F.static_links(self.link_kind, self.link_cap, self.max_links)
@@ -254,6 +278,10 @@ class DecisionPoint:
     def begin(self, view: ClusterView) -> bool:
         """Set up a decision point on ``view``; True if the agent has a choice
         (False: the point is already decided, ``decision()`` is ready)."""
+        hints = None
+        if self.window != "arrival" and self.hint_policy is not None:  # the hint first, to order the jobs by it
+            hints = self.hint_policy.allocate(view)
+            view = view.permuted(self._window_order(view, hints))
         self.view = view
         profiles, bases = self.profiles, self.base_jobs
         for job in view.jobs:
@@ -266,7 +294,7 @@ class DecisionPoint:
         if self.agent_allocates:
             self._board = Board(view, self.max_tasks, profiles, self.link_off, self._index)
         if self.hint_policy is not None:  # called at every point: the heuristic keeps its own state
-            self._hints = self.hint_policy.allocate(view)
+            self._hints = self.hint_policy.allocate(view) if hints is None else hints
         n = min(len(view.jobs), self.max_jobs)
         self.n_dec = n
         self.k = -1  # job being decided
@@ -341,6 +369,19 @@ class DecisionPoint:
                 ok = b.commit_kept(*self._kept)
                 assert ok, "kept placements that the engine ran together do not fit together"
         return b
+
+    def _window_order(self, view: ClusterView, hints: dict[int, Allocation]) -> list[int]:
+        """``window="hint"``/``"hint-order"``: the jobs the hint runs in its
+        priority order, then the others in arrival order, the first
+        ``max_jobs`` of them in arrival order for ``"hint"`` (indices into
+        ``view.jobs``)."""
+        assert self.hint_policy is not None
+        first = [view.index(j) for j in self.hint_policy.priority(hints) if hints[j].workers > 0]
+        taken = set(first)
+        order = first + [k for k in range(len(view.jobs)) if k not in taken]
+        if self.window == "hint":
+            order[: self.max_jobs] = sorted(order[: self.max_jobs])
+        return order
 
     def _hint_keeps(self, k: int) -> bool:
         """The hint keeps running job ``k`` as it runs (same workers, PSs,
@@ -506,7 +547,8 @@ class DecisionPoint:
         if not self.placements and self.rescue_idle:
             self._rescue_idle()
         self.decisions += 1
-        return Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode)
+        recheck = None if self.recheck_s is None else self.view.time_s + self.recheck_s  # type: ignore[union-attr]
+        return Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode, recheck_s=recheck)
 
     # ------------------------------------------------------------ internals
     def _effective(self, k: int, arch: str | None, mode: str | None) -> Job:

@@ -64,6 +64,12 @@ class AllocationPolicy(ABC):
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         """Allocations of the jobs to run, in priority order (dict order)."""
 
+    def priority(self, allocs: dict[int, Allocation]) -> list[int]:
+        """The job ids of ``allocs`` (this policy's latest allocation) in the
+        order the policy gave them resources: its dict order, unless the
+        policy keeps another (``Optimus`` with ``first_order="remaining"``)."""
+        return list(allocs)
+
     def recheck_s(self, view: ClusterView, placements: dict[int, Placement]) -> float | None:
         """For a ``recheck_driven`` policy: the earliest time at which its
         allocation may change with no arrival or completion, given the jobs

@@ -43,6 +43,13 @@ fits (docs/agent.md):
   order of its predicted remaining time at one worker (shortest first, as
   shortest-remaining-first admits jobs) instead of arrival order, which
   matters when there are more jobs than free GPUs.
+- ``observe_rounds``: each job's loss is observed once per round it ran
+  since the last call (at steps spread evenly over the progress made), as
+  when the policy is asked every round, instead of once per call; for a
+  caller asked only at arrivals and completions (the ``hrl`` agent's hint),
+  whose fits would otherwise rest on a few points (a real job logs its loss
+  whether or not the scheduler is asked). Asked every round, it changes
+  nothing.
 """
 
 from __future__ import annotations
@@ -69,6 +76,8 @@ from hrlsched.workload.convergence import (
     true_curve,
 )
 
+MAX_BACKFILL = 10_000  # ``observe_rounds``: most points added at one call
+
 
 class Optimus(AllocationPolicy):
     name = "optimus"
@@ -78,7 +87,7 @@ class Optimus(AllocationPolicy):
     def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
                  remaining_weight: float = 0.0, keep_s: float = 0.0,
                  worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0,
-                 first_order: str = "arrival") -> None:
+                 first_order: str = "arrival", observe_rounds: bool = False) -> None:
         for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
                         ("keep_s", keep_s), ("keep_frac", keep_frac)):
             if not (v >= 0 and np.isfinite(v)):
@@ -94,6 +103,7 @@ class Optimus(AllocationPolicy):
         if first_order not in ("arrival", "remaining"):
             raise ValueError(f"optimus: first_order: expected 'arrival' or 'remaining', got {first_order!r}")
         self.first_order = first_order
+        self.observe_rounds = bool(observe_rounds)
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})
@@ -107,6 +117,7 @@ class Optimus(AllocationPolicy):
         self.last_time = -np.inf
         self.last_ids: frozenset[int] = frozenset()
         self.last: dict[int, Allocation] = {}
+        self.last_order: list[int] = []
         # Memos (pure functions of their keys, so the allocations are the same
         # as without them): each job's true loss curve, its fitted curve per
         # number of observations, and its predicted speed alone per (workers, PSs).
@@ -117,7 +128,8 @@ class Optimus(AllocationPolicy):
 
     def observe(self, view: ClusterView) -> None:
         curves, rng = self._curves, self.rng
-        for job, done, b in zip(view.jobs, view.progress.tolist(), view.batch_sizes.tolist()):
+        speeds = view.speed.tolist() if self.observe_rounds else None
+        for i, (job, done, b) in enumerate(zip(view.jobs, view.progress.tolist(), view.batch_sizes.tolist())):
             step = done / b
             ks, ls = self.obs.setdefault(job.job_id, ([], []))
             if step > 0 and (not ks or step > ks[-1]):
@@ -125,6 +137,13 @@ class Optimus(AllocationPolicy):
                 curve = curves.get(key)
                 if curve is None:
                     curve = curves[key] = true_curve(job)
+                if speeds is not None and speeds[i] > 0:  # the rounds it ran since: one point each
+                    last = ks[-1] if ks else 0.0
+                    rounds = min(round((step - last) * b / (speeds[i] * view.round_s)), MAX_BACKFILL)
+                    for r in range(1, rounds):
+                        at = last + (step - last) * r / rounds
+                        ks.append(at)
+                        ls.append(loss_on_curve(curve, at, rng))
                 ks.append(step)
                 ls.append(loss_on_curve(curve, step, rng))
 
@@ -268,7 +287,16 @@ class Optimus(AllocationPolicy):
                 if t_now - T(k, w[k], p[k]) < max(self.keep_s, self.keep_frac * t_now):
                     w[k], p[k] = wc, pc  # what it gives back stays free until the next allocation
         self.last = {jobs[k].job_id: Allocation(w[k], p[k]) for k in range(n) if w[k] > 0}
+        self.last_order = [jobs[k].job_id for k in first if w[k] > 0]  # the order of the first workers
         return dict(self.last)
+
+    def priority(self, allocs: dict[int, Allocation]) -> list[int]:
+        """The jobs of ``allocs`` in the order of their first worker (arrival
+        order, or shortest predicted remaining time first with
+        ``first_order="remaining"``); ``allocate``'s dict order stays the
+        view's, as the paper's placement order."""
+        order = [j for j in self.last_order if j in allocs]
+        return order + [j for j in allocs if j not in set(order)] if len(order) < len(allocs) else order
 
 
 def _max_ratio(n0: float, n1: float, n2: float, c0: float, c1: float, c2: float) -> float:
