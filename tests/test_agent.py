@@ -407,6 +407,12 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert sched.dp.window == "hint" and ckpt.load(tmp_path / "win.pt")["env_kwargs"]["window"] == "hint"
     assert sched.dp.recheck_s == 600.0 and sched.dp.hint_policy.observe_rounds
+    assert not sched.net.cfg.hint_bonus and sched._scorer is None
+    ckpt.save(tmp_path / "bonus.pt", tune.with_weight(ckpt.load(src), 1.0, bonus=2.0))
+    bonus = HRLScheduler(tmp_path / "bonus.pt")
+    assert bonus.net.cfg.hint_bonus and bonus.net.bonus.item() == 2.0
+    with pytest.raises(ValueError, match="bonus"):
+        tune.TuneConfig(checkpoint=str(src), bonus=float("nan")).validate()
     with pytest.raises(ValueError, match="recheck_s"):
         tune.TuneConfig(checkpoint=str(src), recheck_s=0.0).validate()
     with pytest.raises(ValueError, match="window"):
@@ -469,3 +475,27 @@ def test_train_curve_draws_the_searches_one_after_another(tmp_path: Path) -> Non
     (tmp_path / "b" / "config.yaml").write_text("valid_seeds: [1002]\n")
     r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--tune", str(tmp_path / "b")])
     assert r.exit_code == 2 and "held-back seeds" in r.output
+
+
+def test_a_large_hint_bonus_takes_the_hint_slot_at_every_choice() -> None:
+    """``NetConfig.hint_bonus``: with a weight far above the scorer's own
+    scores, the greedy choice is the hint's slot wherever it is valid."""
+    env = make_env("allocate", 1000, tiny_kwargs(hint="optimus"))
+    obs, _ = env.reset(seed=0)
+    torch.manual_seed(0)
+    net = HRLNet(dataclasses.replace(SMALL_NET, hint_bonus=True), allocates=True, places=False)
+    with torch.no_grad():
+        net.bonus.fill_(1e4)
+    is_hint = F.CANDIDATE_FEATURES.index("is_hint")
+    checked = 0
+    for _ in range(80):
+        logits, _ = net(to_tensors(obs), part="allocate")
+        hint = int(obs["candidates"][:, is_hint].argmax())
+        assert obs["action_mask"][hint]
+        a = int(MaskedCategorical(logits, torch.as_tensor(obs["action_mask"])[None]).greedy())
+        assert a == hint
+        checked += 1
+        obs, _, term, trunc, _ = env.step(a)
+        if term or trunc:
+            break
+    assert checked > 10

@@ -80,6 +80,7 @@ class TuneConfig:
     observe_rounds: bool = False  # Optimus.observe_rounds of the hint, at every point but ORIGIN
     window: str = "arrival"  # DecisionPoint's window (the jobs a point decides), at every point but ORIGIN
     recheck_s: float | None = None  # DecisionPoint's recheck_s (a point this long after the last), but at ORIGIN
+    bonus: float | None = None  # the network's weight on the hint slot (NetConfig.hint_bonus), but at ORIGIN
     train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1010)))
     valid_seeds: list[int] = field(default_factory=lambda: list(DEFAULT_VALID_SEEDS))
     workers: int = 2
@@ -104,6 +105,8 @@ class TuneConfig:
             raise ValueError(f"window: expected 'arrival', 'hint' or 'hint-order', got {self.window!r}")
         if self.recheck_s is not None and not (self.recheck_s > 0 and math.isfinite(self.recheck_s)):
             raise ValueError(f"recheck_s: expected a positive number of seconds or None, got {self.recheck_s!r}")
+        if self.bonus is not None and not math.isfinite(self.bonus):
+            raise ValueError(f"bonus: expected a finite number or None, got {self.bonus!r}")
 
     def points(self) -> list[Point]:
         return [(float(g), float(a), float(h)) for g in self.grid for a in self.remaining_weights for h in self.keep_s]
@@ -219,7 +222,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
         for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True),
                               ("first_order", "arrival"), ("window", "arrival"),
-                              ("recheck_s", None), ("observe_rounds", False)):
+                              ("recheck_s", None), ("observe_rounds", False), ("bonus", None)):
             before = saved.get(name, default)
             if before != getattr(cfg, name):
                 raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
@@ -236,7 +239,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                             + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True)
                             + "-first" * (cfg.first_order != "arrival") + f"-win{cfg.window}" * (cfg.window != "arrival")
                             + (f"-re{cfg.recheck_s:g}" if cfg.recheck_s is not None else "") + "-obs" * cfg.observe_rounds
-                            + ".pt")
+                            + (f"-b{cfg.bonus:g}" if cfg.bonus is not None else "") + ".pt")
         if not p.is_file():
             ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
                                      cfg.keep_frac if pt != ORIGIN else 0.0,
@@ -244,7 +247,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                                      cfg.first_order if pt != ORIGIN else "arrival",
                                      cfg.window if pt != ORIGIN else "arrival",
                                      cfg.recheck_s if pt != ORIGIN else None,
-                                     cfg.observe_rounds and pt != ORIGIN))
+                                     cfg.observe_rounds and pt != ORIGIN, cfg.bonus if pt != ORIGIN else None))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -274,7 +277,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
                "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
                "first_order": cfg.first_order, "window": cfg.window,
-               "recheck_s": cfg.recheck_s, "observe_rounds": cfg.observe_rounds,
+               "recheck_s": cfg.recheck_s, "observe_rounds": cfg.observe_rounds, "bonus": cfg.bonus,
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}

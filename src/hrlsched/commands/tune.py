@@ -38,6 +38,8 @@ def register(app: typer.Typer) -> None:
                                                        "default: at arrivals and completions only")] = None,
         observe_rounds: Annotated[bool, typer.Option(help="the hint observes each job's loss once per round it ran "
                                                      "(Optimus.observe_rounds), not once per decision point")] = False,
+        bonus: Annotated[Optional[float], typer.Option(help="a weight added to the score of the hint's slot "  # noqa: UP045
+                                                   "(the network follows the hint more; NetConfig.hint_bonus)")] = None,
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
         workers: Annotated[int, typer.Option(min=1, help="episodes run in parallel")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
@@ -67,7 +69,7 @@ def register(app: typer.Typer) -> None:
                              grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
                              keep_s=lists["--keep"], hint_on_menu=hint_on_menu, keep_frac=keep_frac,
                              reserve_running=reserve, first_order=first_order, window=window, recheck_s=recheck_s,
-                             observe_rounds=observe_rounds,
+                             observe_rounds=observe_rounds, bonus=bonus,
                              train_seeds=parse_seeds(seeds),
                              workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))
