@@ -15,8 +15,8 @@ Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first
 [,win=arrival|hint|hint-order][,re=<seconds>][,obs]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
 ``obs`` has the hint observe each job's loss once per round it ran (``Optimus.observe_rounds``);
-``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's, ``b`` a weight
-added to the hint slot's score (``NetConfig.hint_bonus``);
+``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's, ``b`` its
+weight on the hint slot's score (``NetConfig.hint_bonus``) instead of the checkpoint's;
 ``menu`` limits the worker counts to the agent's menu
 (``candidates.WORKER_OPTIONS``); ``r`` (with ``--agent`` only) says which
 running jobs hold their room until their turn (``DecisionPoint``'s
@@ -101,10 +101,12 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
 
     base = ckpt.load(path or shipped_checkpoint())
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
+    own = base["state_dict"].get("bonus") if base["net"]["net"].get("hint_bonus") else None
+    bonus = opts.get("bonus", None if own is None else float(own))
     ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"],
                                "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
                                opts.get("first_order", "arrival"), opts.get("window", "arrival"),
-                               opts.get("recheck_s"), opts.get("observe_rounds", False), opts.get("bonus")))
+                               opts.get("recheck_s"), opts.get("observe_rounds", False), bonus))
     return out
 
 

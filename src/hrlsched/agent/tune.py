@@ -120,7 +120,7 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and, where ``bonus`` is
     given, that weight on the hint slot's score (``NetConfig.hint_bonus``;
-    None keeps the payload's), and whose hint runs with
+    None: none), and whose hint runs with
     ``remaining_weight``, ``keep_s``, ``keep_frac``, ``first_order`` and ``observe_rounds``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
     hint as its paper runs it); ``reserve_running``, ``window`` and
@@ -136,8 +136,9 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     net["net"] = {**net["net"], "hint_gap": True}
     state = dict(payload["state_dict"])
     state["gap"] = torch.tensor(float(weight))
+    net["net"]["hint_bonus"] = bonus is not None
+    state.pop("bonus", None)
     if bonus is not None:
-        net["net"]["hint_bonus"] = True
         state["bonus"] = torch.tensor(float(bonus))
     keep = {k: v for k, v in payload.items() if k not in ("optimizer", "rng")}
     kw = {k: v for k, v in payload["env_kwargs"].items() if k not in ("hint_options", "reserve_running", "window",
