@@ -59,6 +59,8 @@ def parse_runs(items: list[str]) -> list[tuple[str, int]]:
 def parse_options(text: str) -> dict:
     from hrlsched.envs.candidates import WORKER_OPTIONS
     from hrlsched.envs.decision import RESERVE_RUNNING as reserve
+    from hrlsched.envs.decision import WINDOWS
+    from hrlsched.policies.optimus import FIRST_ORDERS
 
     opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}
     for part in text.split(","):
@@ -73,13 +75,13 @@ def parse_options(text: str) -> dict:
             opts["gap"] = float(value)
         elif key == "b":
             opts["bonus"] = float(value)
-        elif key == "first" and value in ("arrival", "remaining"):
+        elif key == "first" and value in FIRST_ORDERS:
             opts["first_order"] = value
         elif key == "menu" and not value:
             opts["worker_counts"] = list(WORKER_OPTIONS)
         elif key == "r" and value in reserve:
             opts["reserve_running"] = reserve[value]
-        elif key == "win" and value in ("arrival", "hint", "hint-order"):
+        elif key == "win" and value in WINDOWS:
             opts["window"] = value
         elif key == "obs" and not value:
             opts["observe_rounds"] = True
@@ -103,10 +105,9 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
     own = base["state_dict"].get("bonus") if base["net"]["net"].get("hint_bonus") else None
     bonus = opts.get("bonus", None if own is None else float(own))
-    ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"],
-                               "worker_counts" in opts, opts.get("keep_frac", 0.0), opts.get("reserve_running", True),
-                               opts.get("first_order", "arrival"), opts.get("window", "arrival"),
-                               opts.get("recheck_s"), opts.get("observe_rounds", False), bonus))
+    keys = ("keep_frac", "reserve_running", "first_order", "window", "recheck_s", "observe_rounds")
+    ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"], on_menu="worker_counts" in opts,
+                               bonus=bonus, **{k: opts[k] for k in keys if k in opts}))
     return out
 
 

@@ -59,7 +59,7 @@ COMM = ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches
 MATCHES: dict[str, tuple[str, list[str], str, list[str]]] = {
     # name: (scenario, overrides, learned policy, baselines)
     "dl2": ("default", [], "dl2", ["drf", "drf+balance"]),
-    "harmony": ("default", COMM, "harmony", ["fifo+pack", "fifo+topology", "fifo+random"]),
+    "harmony": ("default", COMM, "harmony", []),  # baselines: the allocation with each --harmony-placements
 }
 
 

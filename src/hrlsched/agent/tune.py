@@ -62,6 +62,13 @@ def label(point: Point) -> str:
     return f"{g:g}" if not (a or h) else f"{g:g}/a{a:g}/h{h:g}"
 
 
+# The settings of a search that hold at every point but ``ORIGIN`` (``with_weight``'s keywords, its
+# ``on_menu`` named ``hint_on_menu``):
+# saved in config.yaml and summary.json, and checked against a search resumed in the same folder.
+HINT_SETTINGS = ("hint_on_menu", "keep_frac", "reserve_running", "first_order", "window", "recheck_s",
+                 "observe_rounds", "bonus")
+
+
 @dataclass
 class TuneConfig:
     checkpoint: str
@@ -97,12 +104,15 @@ class TuneConfig:
             raise ValueError(f"workers: expected a positive integer, got {self.workers}")
         if not (self.keep_frac >= 0 and math.isfinite(self.keep_frac)):
             raise ValueError(f"keep_frac: expected a finite number >= 0, got {self.keep_frac}")
-        if self.first_order not in ("arrival", "remaining"):
-            raise ValueError(f"first_order: expected 'arrival' or 'remaining', got {self.first_order!r}")
-        if self.reserve_running not in (True, False, "hint"):
+        from hrlsched.envs.decision import RESERVE_RUNNING, WINDOWS
+        from hrlsched.policies.optimus import FIRST_ORDERS
+
+        if self.first_order not in FIRST_ORDERS:
+            raise ValueError(f"first_order: expected one of {FIRST_ORDERS}, got {self.first_order!r}")
+        if self.reserve_running not in RESERVE_RUNNING.values():
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {self.reserve_running!r}")
-        if self.window not in ("arrival", "hint", "hint-order"):
-            raise ValueError(f"window: expected 'arrival', 'hint' or 'hint-order', got {self.window!r}")
+        if self.window not in WINDOWS:
+            raise ValueError(f"window: expected one of {WINDOWS}, got {self.window!r}")
         if self.recheck_s is not None and not (self.recheck_s > 0 and math.isfinite(self.recheck_s)):
             raise ValueError(f"recheck_s: expected a positive number of seconds or None, got {self.recheck_s!r}")
         if self.bonus is not None and not math.isfinite(self.bonus):
@@ -221,10 +231,9 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
         import yaml
 
         saved = yaml.safe_load((out / "config.yaml").read_text()) or {}
-        for name, default in (("hint_on_menu", False), ("keep_frac", 0.0), ("reserve_running", True),
-                              ("first_order", "arrival"), ("window", "arrival"),
-                              ("recheck_s", None), ("observe_rounds", False), ("bonus", None)):
-            before = saved.get(name, default)
+        defaults = {f.name: f.default for f in dataclasses.fields(TuneConfig)}
+        for name in HINT_SETTINGS:
+            before = saved.get(name, defaults[name])
             if before != getattr(cfg, name):
                 raise ValueError(f"{name}: {out} holds a search with {name}={before}; use another --out")
     write_config(out, cfg)
@@ -232,6 +241,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     table = out / "search.csv"
     done = _done(table)
     paths = {}
+    settings = {name: getattr(cfg, name) for name in HINT_SETTINGS}
+    settings["on_menu"] = settings.pop("hint_on_menu")
     for pt in {*cfg.points(), ORIGIN}:
         g, a, h = pt
         p = out / "weights" / (f"w{g:g}.pt" if not (a or h) else f"w{g:g}-a{a:g}-h{h:g}.pt")
@@ -241,14 +252,8 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                             + "-first" * (cfg.first_order != "arrival") + f"-win{cfg.window}" * (cfg.window != "arrival")
                             + (f"-re{cfg.recheck_s:g}" if cfg.recheck_s is not None else "") + "-obs" * cfg.observe_rounds
                             + (f"-b{cfg.bonus:g}" if cfg.bonus is not None else "") + ".pt")
-        if not p.is_file():
-            ckpt.save(p, with_weight(base, g, a, h, cfg.hint_on_menu and pt != ORIGIN,
-                                     cfg.keep_frac if pt != ORIGIN else 0.0,
-                                     cfg.reserve_running if pt != ORIGIN else True,
-                                     cfg.first_order if pt != ORIGIN else "arrival",
-                                     cfg.window if pt != ORIGIN else "arrival",
-                                     cfg.recheck_s if pt != ORIGIN else None,
-                                     cfg.observe_rounds and pt != ORIGIN, cfg.bonus if pt != ORIGIN else None))
+        if not p.is_file():  # ORIGIN: the cloned network and the hint as its paper runs it
+            ckpt.save(p, with_weight(base, g, a, h, **({} if pt == ORIGIN else settings)))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -276,9 +281,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
     summary_path = out / "summary.json"
     before = json.loads(summary_path.read_text())["elapsed_s"] if summary_path.is_file() else 0.0
     summary = {"weight": best[0], "remaining_weight": best[1], "keep_s": best[2], "chosen": label(best),
-               "keep_frac": cfg.keep_frac, "reserve_running": cfg.reserve_running, "hint_on_menu": cfg.hint_on_menu,
-               "first_order": cfg.first_order, "window": cfg.window,
-               "recheck_s": cfg.recheck_s, "observe_rounds": cfg.observe_rounds, "bonus": cfg.bonus,
+               **{name: getattr(cfg, name) for name in HINT_SETTINGS},
                "elapsed_s": before + time.time() - start,  # wall time, summed over resumed calls
                "train_avg_jct_s": {label(k): v for k, v in train.items()},
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}

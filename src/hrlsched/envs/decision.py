@@ -189,7 +189,7 @@ class DecisionPoint:
         )
         self.skip_forced = bool(skip_forced)
         self.rescue_idle = bool(rescue_idle)
-        if reserve_running not in (True, False, "hint"):
+        if reserve_running not in RESERVE_RUNNING.values():
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {reserve_running!r}")
         self.reserve_running = reserve_running
         if window not in WINDOWS or (window != "arrival" and self.hint_name is None):

@@ -77,6 +77,7 @@ from hrlsched.workload.convergence import (
 )
 
 MAX_BACKFILL = 10_000  # ``observe_rounds``: most points added at one call
+FIRST_ORDERS = ("arrival", "remaining")  # ``first_order``
 
 
 class Optimus(AllocationPolicy):
@@ -100,8 +101,8 @@ class Optimus(AllocationPolicy):
         self.remaining_weight = float(remaining_weight)
         self.keep_s = float(keep_s)
         self.keep_frac = float(keep_frac)
-        if first_order not in ("arrival", "remaining"):
-            raise ValueError(f"optimus: first_order: expected 'arrival' or 'remaining', got {first_order!r}")
+        if first_order not in FIRST_ORDERS:
+            raise ValueError(f"optimus: first_order: expected one of {FIRST_ORDERS}, got {first_order!r}")
         self.first_order = first_order
         self.observe_rounds = bool(observe_rounds)
         self.worker_counts: tuple[int, ...] | None = None
