@@ -12,9 +12,11 @@ benchmark evaluates on.
         [--options a=1,h=3000,menu --options a=1.5,h=0 ...] [--agent [CHECKPOINT]]
 
 Each option set is ``a=<remaining_weight>,h=<keep_s>,f=<keep_frac>[,menu][,first=remaining][,r=all|none|hint]
-[,win=arrival|hint|hint-order][,re=<seconds>][,obs]``;
+[,win=arrival|hint|hint-order][,re=<seconds>][,obs][,rem=fit|view]``;
 ``first=remaining`` gives the first workers shortest-remaining-first (``Optimus.first_order``);
 ``obs`` has the hint observe each job's loss once per round it ran (``Optimus.observe_rounds``);
+``rem=view`` has it read each job's remaining steps from the predictor instead of its loss-curve fit
+(``Optimus.remaining_from``);
 ``g`` (with ``--agent`` only) sets the network's hint-gap weight instead of the checkpoint's, ``b`` its
 weight on the hint slot's score (``NetConfig.hint_bonus``) instead of the checkpoint's;
 ``menu`` limits the worker counts to the agent's menu
@@ -60,7 +62,7 @@ def parse_options(text: str) -> dict:
     from hrlsched.envs.candidates import WORKER_OPTIONS
     from hrlsched.envs.decision import RESERVE_RUNNING as reserve
     from hrlsched.envs.decision import WINDOWS
-    from hrlsched.policies.optimus import FIRST_ORDERS
+    from hrlsched.policies.optimus import FIRST_ORDERS, REMAINING_FROM
 
     opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}
     for part in text.split(","):
@@ -85,12 +87,14 @@ def parse_options(text: str) -> dict:
             opts["window"] = value
         elif key == "obs" and not value:
             opts["observe_rounds"] = True
+        elif key == "rem" and value in REMAINING_FROM:
+            opts["remaining_from"] = value
         elif key == "re" and value:
             opts["recheck_s"] = float(value)
         else:
             raise SystemExit(f"--options {text}: {part!r}: expected a=<number>, h=<seconds>, f=<share>, menu, "
                              "first=arrival|remaining, r=all|none|hint, win=arrival|hint|hint-order, "
-                             "re=<seconds>, obs, g=<gap weight> or b=<hint bonus>")
+                             "re=<seconds>, obs, rem=fit|view, g=<gap weight> or b=<hint bonus>")
     return opts
 
 
@@ -105,7 +109,7 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
     own = base["state_dict"].get("bonus") if base["net"]["net"].get("hint_bonus") else None
     bonus = opts.get("bonus", None if own is None else float(own))
-    keys = ("keep_frac", "reserve_running", "first_order", "window", "recheck_s", "observe_rounds")
+    keys = ("keep_frac", "reserve_running", "first_order", "window", "recheck_s", "observe_rounds", "remaining_from")
     ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"], on_menu="worker_counts" in opts,
                                bonus=bonus, **{k: opts[k] for k in keys if k in opts}))
     return out

@@ -407,6 +407,11 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert sched.dp.window == "hint" and ckpt.load(tmp_path / "win.pt")["env_kwargs"]["window"] == "hint"
     assert sched.dp.recheck_s == 600.0 and sched.dp.hint_policy.observe_rounds
+    assert sched.dp.hint_policy.remaining_from == "fit"
+    ckpt.save(tmp_path / "view.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_from="view"))
+    sched = HRLScheduler(tmp_path / "view.pt")
+    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
+    assert sched.dp.hint_policy.remaining_from == "view"
     assert not sched.net.cfg.hint_bonus and sched._scorer is None
     ckpt.save(tmp_path / "bonus.pt", tune.with_weight(ckpt.load(src), 1.0, bonus=2.0))
     bonus = HRLScheduler(tmp_path / "bonus.pt")
@@ -419,6 +424,8 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
         tune.TuneConfig(checkpoint=str(src), window="size").validate()
     with pytest.raises(ValueError, match="first_order"):
         tune.TuneConfig(checkpoint=str(src), first_order="size").validate()
+    with pytest.raises(ValueError, match="remaining_from"):
+        tune.TuneConfig(checkpoint=str(src), remaining_from="truth").validate()
     with pytest.raises(ValueError, match="keep_frac"):
         tune.TuneConfig(checkpoint=str(src), keep_frac=-0.5).validate()
     with pytest.raises(ValueError, match="reserve_running"):

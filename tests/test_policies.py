@@ -153,6 +153,26 @@ def test_optimus_first_order_remaining_admits_the_shortest_job_first() -> None:
         Optimus(first_order="size")
 
 
+def test_optimus_remaining_from_view_reads_the_predictors_remaining_work() -> None:
+    topo = Topology.from_spec(uniform_cluster(1, 1, sockets=1))  # one GPU, two jobs
+    model = OptimusModel(topo, CATALOGUE)
+    # Job 1 has far less work left, though both have come as far: the loss-curve fit
+    # (remaining = done until it has three points) cannot tell them apart, the view can.
+    jobs = [job(0, model="dssm", gpus=1, samples=1e9, batch=1024), job(1, model="dssm", gpus=1, samples=2e6, batch=1024)]
+    view = make_view(topo, model, jobs, progress=[1e6, 1e6])
+    got = {}
+    for source in ("fit", "view"):
+        pol = Optimus(first_order="remaining", remaining_from=source)
+        pol.reset(topo, np.random.default_rng(0))
+        got[source] = set(pol.allocate(view))
+        if source == "view":
+            np.testing.assert_allclose(pol.remaining_steps(view), (np.array([1e9, 2e6]) - 1e6) / 1024)
+            assert not pol.obs  # nothing observed: no fit to feed
+    assert got == {"fit": {0}, "view": {1}}
+    with pytest.raises(ValueError, match="remaining_from"):
+        Optimus(remaining_from="truth")
+
+
 def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
     topo = Topology.from_spec(uniform_cluster(2, 8, sockets=1))
     model = OptimusModel(topo, CATALOGUE)

@@ -66,7 +66,7 @@ def label(point: Point) -> str:
 # ``on_menu`` named ``hint_on_menu``):
 # saved in config.yaml and summary.json, and checked against a search resumed in the same folder.
 HINT_SETTINGS = ("hint_on_menu", "keep_frac", "reserve_running", "first_order", "window", "recheck_s",
-                 "observe_rounds", "bonus")
+                 "observe_rounds", "remaining_from", "bonus")
 
 
 @dataclass
@@ -85,6 +85,7 @@ class TuneConfig:
     reserve_running: bool | str = True
     first_order: str = "arrival"  # Optimus.first_order of the hint, at every point but ORIGIN
     observe_rounds: bool = False  # Optimus.observe_rounds of the hint, at every point but ORIGIN
+    remaining_from: str = "fit"  # Optimus.remaining_from of the hint, at every point but ORIGIN
     window: str = "arrival"  # DecisionPoint's window (the jobs a point decides), at every point but ORIGIN
     recheck_s: float | None = None  # DecisionPoint's recheck_s (a point this long after the last), but at ORIGIN
     bonus: float | None = None  # the network's weight on the hint slot (NetConfig.hint_bonus), but at ORIGIN
@@ -105,10 +106,12 @@ class TuneConfig:
         if not (self.keep_frac >= 0 and math.isfinite(self.keep_frac)):
             raise ValueError(f"keep_frac: expected a finite number >= 0, got {self.keep_frac}")
         from hrlsched.envs.decision import RESERVE_RUNNING, WINDOWS
-        from hrlsched.policies.optimus import FIRST_ORDERS
+        from hrlsched.policies.optimus import FIRST_ORDERS, REMAINING_FROM
 
         if self.first_order not in FIRST_ORDERS:
             raise ValueError(f"first_order: expected one of {FIRST_ORDERS}, got {self.first_order!r}")
+        if self.remaining_from not in REMAINING_FROM:
+            raise ValueError(f"remaining_from: expected one of {REMAINING_FROM}, got {self.remaining_from!r}")
         if self.reserve_running not in RESERVE_RUNNING.values():
             raise ValueError(f"reserve_running: expected true, false or 'hint', got {self.reserve_running!r}")
         if self.window not in WINDOWS:
@@ -126,12 +129,14 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
                 keep_s: float = 0.0, on_menu: bool = False, keep_frac: float = 0.0,
                 reserve_running: bool | str = True, first_order: str = "arrival",
                 window: str = "arrival", recheck_s: float | None = None,
-                observe_rounds: bool = False, bonus: float | None = None) -> dict[str, Any]:
+                observe_rounds: bool = False, remaining_from: str = "fit",
+                bonus: float | None = None) -> dict[str, Any]:
     """A copy of a level-1 policy payload whose network has the hint-gap
     weight ``weight`` (in units of ``GAP_SCALE``) and, where ``bonus`` is
     given, that weight on the hint slot's score (``NetConfig.hint_bonus``;
     None: none), and whose hint runs with
-    ``remaining_weight``, ``keep_s``, ``keep_frac``, ``first_order`` and ``observe_rounds``, and with ``on_menu``
+    ``remaining_weight``, ``keep_s``, ``keep_frac``, ``first_order``, ``observe_rounds`` and
+    ``remaining_from``, and with ``on_menu``
     the worker counts of the agent's menu (no options when none is set: the
     hint as its paper runs it); ``reserve_running``, ``window`` and
     ``recheck_s`` as ``DecisionPoint``'s (their defaults, True, ``"arrival"``
@@ -159,7 +164,8 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
         kw["window"] = window
     if recheck_s is not None:
         kw["recheck_s"] = float(recheck_s)
-    if remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival" or observe_rounds:
+    if (remaining_weight or keep_s or on_menu or keep_frac or first_order != "arrival" or observe_rounds
+            or remaining_from != "fit"):
         from hrlsched.policies.registry import ALLOCATIONS
 
         opts: dict[str, Any] = {"remaining_weight": float(remaining_weight), "keep_s": float(keep_s)}
@@ -169,6 +175,8 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
             opts["first_order"] = first_order
         if observe_rounds:
             opts["observe_rounds"] = True
+        if remaining_from != "fit":
+            opts["remaining_from"] = remaining_from
         if on_menu:
             from hrlsched.envs.candidates import WORKER_OPTIONS
 
@@ -251,6 +259,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                             + f"-r{cfg.reserve_running}" * (cfg.reserve_running is not True)
                             + "-first" * (cfg.first_order != "arrival") + f"-win{cfg.window}" * (cfg.window != "arrival")
                             + (f"-re{cfg.recheck_s:g}" if cfg.recheck_s is not None else "") + "-obs" * cfg.observe_rounds
+                            + f"-rem{cfg.remaining_from}" * (cfg.remaining_from != "fit")
                             + (f"-b{cfg.bonus:g}" if cfg.bonus is not None else "") + ".pt")
         if not p.is_file():  # ORIGIN: the cloned network and the hint as its paper runs it
             ckpt.save(p, with_weight(base, g, a, h, **({} if pt == ORIGIN else settings)))

@@ -38,6 +38,9 @@ def register(app: typer.Typer) -> None:
                                                        "default: at arrivals and completions only")] = None,
         observe_rounds: Annotated[bool, typer.Option(help="the hint observes each job's loss once per round it ran "
                                                      "(Optimus.observe_rounds), not once per decision point")] = False,
+        remaining_from: Annotated[str, typer.Option(help="where the hint reads each job's remaining steps: fit "
+                                                    "(the paper's loss-curve fit) or view (the predictor's "
+                                                    "remaining work; Optimus.remaining_from)")] = "fit",
         bonus: Annotated[Optional[float], typer.Option(help="a weight added to the score of the hint's slot "  # noqa: UP045
                                                    "(the network follows the hint more; NetConfig.hint_bonus)")] = None,
         seeds: Annotated[str, typer.Option(help="training seeds (>= 1000), e.g. 1000-1009")] = "1000-1009",
@@ -69,7 +72,7 @@ def register(app: typer.Typer) -> None:
                              grid=lists["--grid"], remaining_weights=lists["--remaining-weights"],
                              keep_s=lists["--keep"], hint_on_menu=hint_on_menu, keep_frac=keep_frac,
                              reserve_running=reserve, first_order=first_order, window=window, recheck_s=recheck_s,
-                             observe_rounds=observe_rounds, bonus=bonus,
+                             observe_rounds=observe_rounds, remaining_from=remaining_from, bonus=bonus,
                              train_seeds=parse_seeds(seeds),
                              workers=workers)
             res = run(cfg, out, log=lambda s: err.print(s, markup=False, highlight=False))

@@ -50,6 +50,12 @@ fits (docs/agent.md):
   whose fits would otherwise rest on a few points (a real job logs its loss
   whether or not the scheduler is asked). Asked every round, it changes
   nothing.
+- ``remaining_from``: ``"view"`` takes each job's remaining steps from the
+  view's remaining work (the scenario's predictor: exact unless
+  ``sim.predictor.work_noise`` sets an error; oracle schedulers see the
+  truth) instead of the paper's loss-curve fit (``"fit"``), which on real
+  traces, whose jobs stop at a step count rather than a loss, errs by
+  factors early in a job.
 """
 
 from __future__ import annotations
@@ -78,6 +84,7 @@ from hrlsched.workload.convergence import (
 
 MAX_BACKFILL = 10_000  # ``observe_rounds``: most points added at one call
 FIRST_ORDERS = ("arrival", "remaining")  # ``first_order``
+REMAINING_FROM = ("fit", "view")  # ``remaining_from``
 
 
 class Optimus(AllocationPolicy):
@@ -88,7 +95,8 @@ class Optimus(AllocationPolicy):
     def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
                  remaining_weight: float = 0.0, keep_s: float = 0.0,
                  worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0,
-                 first_order: str = "arrival", observe_rounds: bool = False) -> None:
+                 first_order: str = "arrival", observe_rounds: bool = False,
+                 remaining_from: str = "fit") -> None:
         for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
                         ("keep_s", keep_s), ("keep_frac", keep_frac)):
             if not (v >= 0 and np.isfinite(v)):
@@ -105,6 +113,9 @@ class Optimus(AllocationPolicy):
             raise ValueError(f"optimus: first_order: expected one of {FIRST_ORDERS}, got {first_order!r}")
         self.first_order = first_order
         self.observe_rounds = bool(observe_rounds)
+        if remaining_from not in REMAINING_FROM:
+            raise ValueError(f"optimus: remaining_from: expected one of {REMAINING_FROM}, got {remaining_from!r}")
+        self.remaining_from = remaining_from
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})
@@ -149,6 +160,8 @@ class Optimus(AllocationPolicy):
                 ls.append(loss_on_curve(curve, step, rng))
 
     def remaining_steps(self, view: ClusterView) -> np.ndarray:
+        if self.remaining_from == "view":
+            return np.maximum(view.remaining / view.batch_sizes, 1.0)  # no fit to guard: one step at least
         out = np.empty(len(view.jobs))
         fits = self._fits
         # Refit the jobs with new observations, those with as many points together.
@@ -175,7 +188,8 @@ class Optimus(AllocationPolicy):
         return out
 
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
-        self.observe(view)
+        if self.remaining_from == "fit":
+            self.observe(view)
         ids = frozenset(view.job_ids.tolist())
         if ids == self.last_ids and view.time_s - self.last_time < self.interval_s:
             return {j: a for j, a in self.last.items() if j in ids}
