@@ -908,22 +908,26 @@ class DecisionPoint:
         if n == 0:
             self._req_speed = np.zeros(0)
             return out
-        cache, rows = self._facts, []
-        need = []  # the speeds the missing facts need, in one call
+        get = self._facts.get
+        rows: list = []
+        miss = []  # (row, job, key) of the facts not kept yet
         for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
-            w0, p0 = (0, 0) if pl is None else (len(pl.gpus), len(pl.ps_sockets))
-            if (j.job_id, j.arch, j.mode, b, w0, p0) not in cache:
+            key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
+                (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
+            r = get(key)
+            if r is None:
+                miss.append((len(rows), j, key))
+            rows.append(r)
+        if miss:
+            need = []  # the speeds the missing facts need, in one call
+            for _, j, (_, _, _, b, w0, p0) in miss:
                 p1 = max(p0, 1) if j.arch == "ps" else 0
                 need += [(j, j.requested_gpus, j.num_ps_requested, b), (j, w0, p1, b)]
                 if w0 + 1 <= self.topo.n_gpus:
                     need.append((j, w0 + 1, p1, b))
-        if need:
             self._speeds(need)
-        for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
-            key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
-                (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
-            r = cache.get(key)
-            rows.append(r if r is not None else self._job_facts(j, key))
+            for i, j, key in miss:
+                rows[i] = self._job_facts(j, key)
         facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=12 * n).reshape(n, 12)
         cw, cp = facts[:, 0], facts[:, 1]
         req = np.maximum(facts[:, 2], 1e-12)

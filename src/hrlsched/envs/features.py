@@ -209,10 +209,8 @@ class Rows:
         g, s = self.server_gpus[v], self.server_sockets[v]
         c = part.cores_left[v] / self.cores_cap[v]
         m = part.mem_left[v] / self.mem_cap[v]
-        self.gpus[g, 9] = c
-        self.gpus[g, 10] = m
-        self.sockets[s, 4] = c
-        self.sockets[s, 5] = m
+        self.gpus[g, 9:11] = (c, m)  # both columns in one assignment (the same float32 values)
+        self.sockets[s, 4:6] = (c, m)
         self.sockets[s, 7] = part.on_server[v] / WORKER_SCALE
 
     def worker(self, part: PartialPlacement, g: int) -> None:

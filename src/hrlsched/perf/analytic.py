@@ -207,7 +207,8 @@ class AnalyticModel(PerformanceModel):
         is_ring = np.array([j.arch == "allreduce" for j in jobs]) & (w > 1)
         S = np.array([pr.theta[2] for pr in profs]) * self.ref_bytes_s
         P = np.array([pr.params_mb for pr in profs]) * 1e6
-        grad = np.where(self.intra_params & (P > 0), P, S)  # bytes on a path; network links scale them to S below
+        # bytes on a path; network links scale them to S below
+        grad = np.where(P > 0, P, S) if self.intra_params else S
         local = np.where(sync, batch / w, batch).astype(float)
         inp = local * np.array([pr.input_mb_per_sample for pr in profs]) * 1e6
         # Workers sorted within each job (the ring's order), PS sockets flat.
@@ -215,10 +216,10 @@ class AnalyticModel(PerformanceModel):
         gjob = np.repeat(np.arange(n), w)
         order = np.lexsort((g, gjob))
         g = g[order]
-        gstart = np.concatenate([[0], np.cumsum(w)[:-1]])
+        gstart = np.cumsum(w) - w
         s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=int(p.sum()))
         sjob = np.repeat(np.arange(n), p)
-        sstart = np.concatenate([[0], np.cumsum(p)[:-1]])
+        sstart = np.cumsum(p) - p
 
         # PS: every worker exchanges its shard S/p with every PS.
         wp = np.where(is_ps[gjob], p[gjob], 0)
@@ -262,17 +263,21 @@ class AnalyticModel(PerformanceModel):
         pjob = np.concatenate([ps_pairs[2], ps_pairs[2], gjob[iw], ring[2]])
         # Gradient traffic on network links (NIC, rack uplink): theta2-sized
         # bytes (S / grad) and, for rings, the measured spread efficiency and
-        # host staging (servers spanned, most workers on one server).
-        js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
-        n_srv = np.bincount(js // t.n_servers, minlength=n)
-        g_most = np.zeros(n, dtype=np.int64)
-        np.maximum.at(g_most, js // t.n_servers, js_cnt)
-        ring_f = np.where(n_srv > 2, self.ring_spread_eff, 1.0) * (1.0 + self.host_staging * (g_most - 1))
-        net_scale = np.divide(S, grad, out=np.ones(n), where=grad > 0) * np.where(is_ring, ring_f, 1.0)
-        grad_row = np.concatenate([np.ones(2 * n_ps, dtype=bool), np.zeros(n_in, dtype=bool), np.ones(ring[0].size, dtype=bool)])
-        phys = link % D
-        on_net = grad_row[pi] & (phys >= self.off_nic) & (phys < self.off_nvl)
-        row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
+        # host staging (servers spanned, most workers on one server). With
+        # the neutral options every factor is exactly 1: skipped (the default).
+        if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
+            js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
+            n_srv = np.bincount(js // t.n_servers, minlength=n)
+            g_most = np.zeros(n, dtype=np.int64)
+            np.maximum.at(g_most, js // t.n_servers, js_cnt)
+            ring_f = np.where(n_srv > 2, self.ring_spread_eff, 1.0) * (1.0 + self.host_staging * (g_most - 1))
+            net_scale = np.divide(S, grad, out=np.ones(n), where=grad > 0) * np.where(is_ring, ring_f, 1.0)
+            grad_row = np.repeat([True, False, True], [2 * n_ps, n_in, n_ring])
+            phys = link % D
+            on_net = grad_row[pi] & (phys >= self.off_nic) & (phys < self.off_nvl)
+            row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
+        else:
+            row_bytes = nbytes[pi]
         # Sum bytes per (job, directed link), then split the rows by job.
         L = self.capacity.size
         keys, inv = np.unique(pjob[pi] * L + link, return_inverse=True)
