@@ -15,6 +15,7 @@ checkpoint's search chose, ``pack`` placing, no network), so that what the
 network adds to its own hint shows (``--no-hint-alone`` leaves it out).
 
     .venv/bin/python benchmarks/hrl_quality.py [--checkpoint PATH] [--seeds 5] [--scenario NAME ...]
+        [--set KEY=VALUE ...]
 
 Scenarios (default: all seven):
 - ``default``: the scenario the shipped checkpoint was trained on (its
@@ -97,6 +98,9 @@ def main() -> int:
     ap.add_argument("--policies", default=",".join(HEURISTICS), help="the heuristics to compare with")
     ap.add_argument("--rivals", default=",".join(RIVALS), help="the learned schedulers of the literature shown beside")
     ap.add_argument("--no-hint-alone", action="store_true", help="do not run the agent's hint alone")
+    ap.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                    help="a scenario override added to every scenario (e.g. predictor.work_noise=0.7: the "
+                         "predictor's error on each job's work, which every policy but the oracles reads)")
     args = ap.parse_args()
     from hrlsched.experiments.compare import compare, interval
 
@@ -105,6 +109,7 @@ def main() -> int:
     status = 0
     for name in args.scenario or list(SCENARIOS):
         scen, overrides = SCENARIOS[name]
+        overrides = [*overrides, *args.sets]
         out = Path(args.out) / name
         try:
             rows = compare(scen, [*heur, "hrl", *rivals], args.seeds, out, args.workers, overrides, checkpoint=args.checkpoint)
