@@ -457,3 +457,38 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     assert dp.decision().recheck_s == 720.0
     with pytest.raises(ValueError, match="recheck_s"):
         DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)
+
+
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+def test_jobs_of_one_model_share_slot_speeds_unless_the_predictor_is_per_job(noise: float) -> None:
+    """Slot speeds are kept per model where the predictor's speeds depend on
+    a job only through its model (hundreds of new jobs price each model
+    once), per job under a noisy predictor (each job its own factor)."""
+    from hrlsched.sim.simulation import Simulation
+
+    extra = [f"predictor.noise={noise}"] if noise else []
+    b = WorkloadPool("default", [3], [*SMALL, *extra], transform=open_choices).built(3)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view, rng = sim.reset(3), np.random.default_rng(3)
+    dp.reset(rng)
+    while view is not None:
+        jobs = view.jobs
+        pairs = [(i, k) for i in range(len(jobs)) for k in range(i + 1, len(jobs))
+                 if (jobs[i].model, jobs[i].arch, jobs[i].mode, view.batch_sizes[i])
+                 == (jobs[k].model, jobs[k].arch, jobs[k].mode, view.batch_sizes[k])]
+        if pairs:
+            break
+        view = sim.step(Decision(placements={})).view
+    assert pairs, "no two jobs of one model at one point"
+    dp.begin(view)
+    i, k = pairs[0]
+    slots = np.array([2 + dp.table.size // 2])  # one worker slot past wait and keep
+    a, b_ = dp._slot_speed_vector(i, slots)[slots], dp._slot_speed_vector(k, slots)[slots]
+    assert a[0] > 0
+    f = view.perf.factor if noise else {}
+    ratio = f.get(jobs[i].job_id, 1.0) / f.get(jobs[k].job_id, 1.0)
+    np.testing.assert_allclose(a / b_, ratio, rtol=1e-9)
+    assert (dp._who(jobs[i]) == jobs[i].model) == (noise == 0) and view.perf.per_model == (noise == 0)
+    if noise:
+        assert abs(ratio - 1.0) > 1e-6  # the factors differ: a shared key would have been wrong

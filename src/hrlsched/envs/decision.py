@@ -264,8 +264,8 @@ class DecisionPoint:
         self._variants: dict[tuple[int, str, str], Job] = {}
         self._speed_cache: dict[tuple, float] = {}
         self._facts: dict[tuple, tuple[float, ...]] = {}
-        self._slot_speed: dict[tuple[int, int], np.ndarray] = {}
-        self._valid_speeds: dict[tuple[int, int, bytes], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._slot_speed: dict[tuple[int | str, int], np.ndarray] = {}
+        self._valid_speeds: dict[tuple[int | str, int, bytes, float], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
         self._past = (-1, 0.0)  # (decisions, their feature)
@@ -846,8 +846,15 @@ class DecisionPoint:
 
     # ------------------------------------------------------- observation
     def _speed(self, job: Job, w: int, p: int, bs: int) -> float:
-        v = self._speed_cache.get((job.job_id, job.arch, job.mode, bs, w, p))
+        v = self._speed_cache.get((self._who(job), job.arch, job.mode, bs, w, p))
         return v if v is not None else self._speeds([(job, w, p, bs)])[0]
+
+    def _who(self, job: Job) -> int | str:
+        """Whose predictions a speed cache key names: the job's model where
+        the predictor's speeds depend on a job only through its model (jobs
+        of one model share them: a point where hundreds of jobs are new
+        prices each model once), else the job itself."""
+        return job.model if self.view.perf.per_model else job.job_id  # type: ignore[union-attr]
 
     def _speeds(self, items: Sequence[tuple[Job, int, int, int]]) -> list[float]:
         """Predicted progress rate alone (samples/s, times the statistical
@@ -856,10 +863,11 @@ class DecisionPoint:
         vectorised call of the performance model."""
         perf = self.view.perf  # type: ignore[union-attr]
         cache = self._speed_cache
+        who = self._who
         out: list[float] = []
         miss: dict[tuple, list[int]] = {}
         for i, (job, w, p, bs) in enumerate(items):
-            key = (job.job_id, job.arch, job.mode, bs, w, p)
+            key = (who(job), job.arch, job.mode, bs, w, p)
             v = cache.get(key)
             if v is None:
                 if w < 1:
@@ -957,10 +965,10 @@ class DecisionPoint:
         ``slots`` not priced yet are priced now, in one call."""
         view, t = self.view, self.table
         assert view is not None
-        jid, bs = view.jobs[k].job_id, int(view.batch_sizes[k])
-        vec = self._slot_speed.get((jid, bs))
+        who, bs = self._who(view.jobs[k]), int(view.batch_sizes[k])
+        vec = self._slot_speed.get((who, bs))
         if vec is None:
-            vec = self._slot_speed[(jid, bs)] = np.full(t.size, np.nan)
+            vec = self._slot_speed[(who, bs)] = np.full(t.size, np.nan)
             vec[:2] = 0.0  # wait, keep: set apart
         sub = vec[slots]
         new = slots[sub != sub].tolist()  # NaN: slots asked for the first time
@@ -1109,11 +1117,11 @@ class DecisionPoint:
         """``_slot_speed_vector`` on the valid slots ``ix`` (wait and keep 0) as
         the candidate rows use it: (speeds over ``req``, speeds at least
         1e-12 where positive, 1 where a speed is positive else 0), read-only. Once priced, a
-        slot's speed never changes, so they are kept per job, batch size and
-        valid slots (and made again if the request's speed differs)."""
+        slot's speed never changes, so they are kept per job (or model,
+        ``_who``), batch size, valid slots and the request's speed."""
         view = self.view
         assert view is not None
-        key = (view.jobs[k].job_id, self._bs_l[k], self._vk)
+        key = (self._who(view.jobs[k]), self._bs_l[k], self._vk, req)
         v = self._valid_speeds.get(key)
         if v is None or v[0] != req:
             sv = self._slot_speed_vector(k, ix)[ix]

@@ -33,6 +33,10 @@ class PerformanceModel(ABC):
     # ``isolated_speeds`` gives exactly ``alone_speed``'s numbers (so that the
     # missing ones of ``alone_speeds`` are computed together).
     isolated_is_alone: bool = False
+    # A job's predictions depend on it only through its model, architecture,
+    # mode and batch size (the premise of ``alone_speed``'s cache), so callers
+    # may share them between jobs of one model; False for a per-job predictor.
+    per_model: bool = True
 
     def __init__(
         self,

@@ -30,6 +30,8 @@ def lognormal_factors(sigma: float, n: int, seed: int, stream: int) -> np.ndarra
 class NoisyPredictor(PerformanceModel):
     """``base``'s predictions times a fixed per-job factor (``factor[job_id]``)."""
 
+    per_model = False  # two jobs of one model have their own factors
+
     def __init__(self, base: PerformanceModel, factor: dict[int, float]) -> None:
         super().__init__(base.topology, base.catalogue)
         self.base = base
