@@ -267,3 +267,27 @@ def test_optimus_observe_rounds_backfills_the_rounds_between_calls() -> None:
         got[obs] = pol.obs[0][0]
     assert got[False] == [3000.0, 3600.0]
     np.testing.assert_allclose(got[True], [600.0, 1200.0, 1800.0, 2400.0, 3000.0, 3600.0])
+
+
+def test_ps_sockets_go_round_robin_from_the_workers_sockets_to_the_least_loaded_servers() -> None:
+    from hrlsched.policies.placement.occupancy import Occupancy
+
+    topo = Topology.from_spec(uniform_cluster(3, 4, sockets=2))  # sockets 0-1 on server 0, 2-3 on 1, 4-5 on 2
+    model = OptimusModel(topo, CATALOGUE)
+    j = job(0, model="vgg-16", gpus=2, arch="ps")
+    occ = Occupancy(make_view(topo, model, [j]))
+    prof = occ.profile(j)
+    wc, pc = prof.worker_cores, prof.ps_cores
+    workers = np.array([0, 1])  # both on socket 0 of server 0
+    # Server 0 keeps room for one PS besides the workers; server 2 has more room than server 1.
+    occ.cores_free[:] = [2 * wc + pc, 10 * pc, 20 * pc]
+    occ.mem_free[:] = 1e6
+    servers = np.array([0])
+    assert occ.ps_sockets_for(j, 1, servers, workers) == (0,)  # the workers' socket first
+    # then, in the same pass, every other socket with room, the least-loaded server's first;
+    # then round-robin again over the same order
+    assert occ.ps_sockets_for(j, 5, servers, workers) == (0, 4, 5, 2, 3)
+    assert occ.ps_sockets_for(j, 6, servers, workers) == (0, 4, 5, 2, 3, 4)
+    occ.cores_free[:] = [2 * wc + pc, 0.0, 0.0]
+    assert occ.ps_sockets_for(j, 2, servers, workers) is None  # room for one PS only
+    assert occ.ps_sockets_for(j, 0, servers, workers) == ()
