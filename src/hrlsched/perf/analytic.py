@@ -462,11 +462,10 @@ class AnalyticModel(PerformanceModel):
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
         w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
         sync = jt[:, 4] > 0
-        all_sync = bool(sync.all())
+        all_sync = all(x.job[4] for x in terms)  # Python: numpy's call costs more on a few jobs
         if not all_sync:
             refuse_async_allreduce(jobs, self.name)
         wi = w.astype(np.int64)
-        wjob = np.repeat(np.arange(n), wi)
         per_w = np.concatenate([x.per_w for x in terms], axis=1)
         a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
 
@@ -489,20 +488,21 @@ class AnalyticModel(PerformanceModel):
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
         comp_i = (comp_a + th1) * c
-        starts = np.concatenate([[0], np.cumsum(wi)[:-1]])
+        starts = wi.cumsum() - wi
         comp_max = np.maximum.reduceat(comp_i, starts)
         # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
         over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        lens = np.fromiter((x.links.size for x in terms), dtype=np.int64, count=n)
+        lens_l = [x.links.size for x in terms]
+        lens = np.array(lens_l)
         links = np.concatenate([x.links for x in terms])
         base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
         rjob = np.repeat(np.arange(n), lens)
         # A job's time on its bottleneck link: its rows are contiguous, so where every job has
         # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
-        by_segment = bool(lens.all())
-        seg = np.cumsum(lens) - lens
+        by_segment = all(lens_l)
+        seg = lens.cumsum() - lens
         fixed = comp_max + over
         stretched = base  # base * rho; rho starts at 1
         for it in range(self.iterations + 1):
@@ -523,6 +523,7 @@ class AnalyticModel(PerformanceModel):
         speed_sync = bsz / (comp_max + rest)
         if all_sync:
             return speed_sync
+        wjob = np.repeat(np.arange(n), wi)
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
         return np.where(sync, speed_sync, speed_async)
 
