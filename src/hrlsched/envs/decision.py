@@ -804,7 +804,8 @@ class DecisionPoint:
             self._rows_dirty = True
             return
         o = self.place_off
-        if part.placing_worker:
+        worker = part.placing_worker
+        if worker:
             part.place_worker(a - o)
             if not self._rows_dirty:
                 self._rows.worker(part, a - o)
@@ -818,7 +819,14 @@ class DecisionPoint:
             self._decided[k] = 1.0
             self._chosen[k] = part.n_workers
             return
-        self._place_mask()
+        if worker and part.placing_worker:  # the next worker: the last mask, narrowed where this one went
+            m = self._mask.copy()
+            part.narrow_gpu_mask(m[o:o + self.topo.n_gpus], a - o)
+            if not np.count_nonzero(m):
+                m[self.defer_action] = 1  # a dead end: the job waits
+            self._mask = m
+        else:
+            self._place_mask()
 
     def why_invalid(self, a: int) -> str:
         """Why action ``a`` is not allowed now (the message of ``InvalidActionError``)."""
