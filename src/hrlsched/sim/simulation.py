@@ -380,7 +380,13 @@ class Simulation:
         st.calls += 1
         st.dirty = False
         st.recheck_s = math.inf if decision.recheck_s is None else float(decision.recheck_s)
+        if decision.arch or decision.mode:
+            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         running, placements = st.running, st.placements
+        if new_loads is None and not choices and not decision.batch_sizes and len(new) == len(running):
+            # Every running job keeps its placement (``new``: running ones only, as many), nothing
+            # else changes (FIFO's decision where the queue's head does not fit): nothing to update.
+            return False
         changed: list[int] = []
         for i in [i for i in running if i not in new]:  # preempted
             del running[i]
@@ -390,8 +396,6 @@ class Simulation:
             changed.append(i)
         for i, (a, m) in choices.items():
             st.jobs[i] = self._job(i, a, m)
-        if decision.arch or decision.mode:
-            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
         for i, pl in new.items():
             old = running.get(i)
