@@ -254,23 +254,29 @@ class AnalyticModel(PerformanceModel):
         g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=sum(w_l))
         gjob = np.repeat(np.arange(n), w)
         g = g[np.lexsort((g, gjob))]
-        gstart = w.cumsum() - w
         s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=sum(p_l))
         sjob = np.repeat(np.arange(n), p)
-        sstart = p.cumsum() - p
 
+        # (The pairs of a kind no job has are empty: skipped, a build has a job or two.)
+        none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
         # PS: every worker exchanges its shard S/p with every PS.
-        wp = np.where(is_ps[gjob], p[gjob], 0)
-        wi = np.repeat(np.arange(g.size), wp)
-        k = np.arange(wi.size) - np.repeat(wp.cumsum() - wp, wp)  # PS index within the job
-        jj = gjob[wi]
-        ps_pairs = (g[wi], s[sstart[jj] + k], jj, np.array(shard_l)[jj])
+        ps_pairs = (none_i, none_i, none_i, none_f)
+        if any(ps_l):
+            wp = np.where(is_ps[gjob], p[gjob], 0)
+            wi = np.repeat(np.arange(g.size), wp)
+            k = np.arange(wi.size) - np.repeat(wp.cumsum() - wp, wp)  # PS index within the job
+            jj = gjob[wi]
+            sstart = p.cumsum() - p
+            ps_pairs = (g[wi], s[sstart[jj] + k], jj, np.array(shard_l)[jj])
         # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
-        rw = is_ring[gjob]
-        nxt = np.arange(1, g.size + 1)
-        last = nxt == gstart[gjob] + w[gjob]
-        nxt[last] = gstart[gjob][last]
-        ring = (g[rw], g[nxt][rw], gjob[rw], np.array(edge_l)[gjob][rw])
+        ring = (none_i, none_i, none_i, none_f)
+        if any(ring_l):
+            rw = is_ring[gjob]
+            nxt = np.arange(1, g.size + 1)
+            gstart = w.cumsum() - w
+            last = nxt == gstart[gjob] + w[gjob]
+            nxt[last] = gstart[gjob][last]
+            ring = (g[rw], g[nxt][rw], gjob[rw], np.array(edge_l)[gjob][rw])
         # Input pipeline: from the job's CPU home on each server (the socket
         # with most of its tasks there; the lowest on a tie) to each worker.
         NS = t.n_sockets
