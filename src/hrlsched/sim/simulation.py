@@ -102,14 +102,16 @@ class StepResult:
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, their mean slowdown, and the busy GPUs. Kept
-    in ``SimState.run_set`` until a decision changes something or a job
-    finishes."""
+    work, their mean slowdown, the busy GPUs, and whether any of them is
+    restarting (a delay is set only where a decision changes something; it
+    then only shrinks). Kept in ``SimState.run_set`` until a decision changes
+    something or a job finishes."""
 
     run: np.ndarray
     total: np.ndarray
     mean_slow: float
     busy: int
+    delayed: bool
 
 
 class Simulation:
@@ -296,7 +298,8 @@ class Simulation:
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
             mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)))
+            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
+                                     bool(np.count_nonzero(st.delay_left[run])))
         return rs
 
     def _view(self) -> ClusterView:
@@ -489,7 +492,9 @@ class Simulation:
         k = 1
         if run.size:
             # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
-            prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
+            prog, rate = st.progress[run], st.rate[run]
+            # No job restarting: the delays as the scalar 0.0 (the same values in every expression below).
+            d = st.delay_left[run] if rs.delayed else 0.0
             fin_rel = d + (rs.total - prog) / rate
             first_fin = float(fin_rel.min())
         if jump:
@@ -521,7 +526,8 @@ class Simulation:
             held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
             productive = np.maximum(held - d, 0.0)
             st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
-            st.delay_left[run] = np.maximum(d - dt, 0.0)
+            if rs.delayed:
+                st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
             # PSs, slowdown), prod_s += productive: the same products, added in one operation.
             add = st.per_held[:, run] * held
