@@ -492,3 +492,38 @@ def test_jobs_of_one_model_share_slot_speeds_unless_the_predictor_is_per_job(noi
     assert (dp._who(jobs[i]) == jobs[i].model) == (noise == 0) and view.perf.per_model == (noise == 0)
     if noise:
         assert abs(ratio - 1.0) > 1e-6  # the factors differ: a shared key would have been wrong
+
+
+def test_narrowed_gpu_mask_is_the_recomputed_one() -> None:
+    """``PartialPlacement.narrow_gpu_mask`` (the mask after one more worker,
+    from the last one) is ``gpu_mask()`` recomputed, also where a server runs
+    out of cores or memory before its GPUs."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.core.catalogue import get_profile
+    from hrlsched.envs.board import Board
+    from hrlsched.envs.masks import PartialPlacement
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.simulation import Simulation
+
+    built = build_scenario(resolve_run_config("default", None, 0, [
+        "workload.jobs=40", "workload.duration_h=0.01", "cluster.server_groups.0.count=4",
+        "cluster.server_groups.0.cores_per_socket=3", "cluster.server_groups.0.memory_gb=40"]).scenario, 0)
+    sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
+    view = sim.reset(0)
+    while len(view.jobs) < 10:
+        view = sim.step(Decision(placements={})).view
+    profiles = {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+    rng = np.random.default_rng(5)
+    narrowed_to_server = 0
+    for job in view.jobs:
+        board = Board(view, 1, profiles, link_layout(view.topology)[0])
+        part = PartialPlacement(board, job, view.topology.n_gpus, 0)
+        m = part.gpu_mask()
+        while m.any():
+            g = int(rng.choice(np.flatnonzero(m)))
+            part.place_worker(g)
+            before = int(m.sum())
+            part.narrow_gpu_mask(m, g)
+            narrowed_to_server += before - int(m.sum()) > 1
+            assert np.array_equal(m, part.gpu_mask())
+    assert narrowed_to_server  # some server ran out of room before its GPUs

@@ -66,6 +66,22 @@ def test_repeated_choices_naming_a_finished_job_are_rejected(topo, perf) -> None
         sim.step(Decision({1: sim.state.running[1]}, arch=arch, mode=mode))
 
 
+def test_some_of_the_last_choices_after_a_job_finished_change_nothing(topo, perf) -> None:
+    jobs = [_open(job(0, samples=10.0)), _open(job(1, samples=1e9)), _open(job(2, samples=1e9))]
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    out = sim.step(Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,)), 2: Placement((2,))},
+                            arch={0: "ps", 1: "ps", 2: "allreduce"}, mode={0: "sync", 1: "async"}))
+    assert out.completions == [0]
+    st = sim.state
+    versions = list(st.jobs)
+    out = sim.step(Decision({1: st.running[1], 2: st.running[2]}, arch={1: "ps", 2: "allreduce"}, mode={1: "async"}))
+    assert not out.restarts and st.jobs == versions and (st.jobs[1].mode, st.jobs[2].arch) == ("async", "allreduce")
+    # A choice the last decision did not make is checked in full.
+    with pytest.raises(InvalidDecisionError, match="mode 'async' with arch 'allreduce'"):
+        sim.step(Decision({1: st.running[1], 2: st.running[2]}, mode={2: "async"}))
+
+
 def test_choices_of_a_rejected_decision_are_not_remembered(topo, perf) -> None:
     sim = Simulation(topo, [_open(job(0, samples=1e9, arch="ps"))], perf, ENG)
     sim.reset()

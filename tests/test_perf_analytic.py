@@ -5,6 +5,7 @@ import pytest
 
 from hrlsched.cluster import ClusterSpec, Placement, ServerGroupSpec, Topology
 from hrlsched.core import CATALOGUE, Job
+from hrlsched.perf import analytic
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.perf.optimus import optimus_speed
 
@@ -200,7 +201,7 @@ def reference_traffic(m: AnalyticModel, job: Job, pl: Placement, batch: int) -> 
     return acc
 
 
-def test_vectorised_traffic_matches_the_routing_rules() -> None:
+def test_vectorised_traffic_matches_the_routing_rules(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(3)
     spec = ClusterSpec(server_groups=[ServerGroupSpec(count=3), ServerGroupSpec(count=2, nvlink_gbps=300.0)], racks=2)
     topo = Topology.from_spec(spec)
@@ -221,6 +222,12 @@ def test_vectorised_traffic_matches_the_routing_rules() -> None:
         assert sorted(links.tolist()) == sorted(ref), (j.job_id, pl)
         np.testing.assert_allclose([dict(zip(links.tolist(), nbytes))[k] for k in sorted(ref)],
                                    [ref[k] for k in sorted(ref)], rtol=1e-12)
+    # The routes read from the per-topology table and summed with a dense bincount are, to the
+    # bit, those routed path by path and summed with np.unique (large topologies, many jobs).
+    monkeypatch.setattr(analytic, "_ROUTE_TABLE_MAX", 0)
+    monkeypatch.setattr(analytic, "_DENSE_KEYS_MAX", 0)
+    for (links, nbytes), (l0, b0) in zip(rows, AnalyticModel(topo, CATALOGUE)._build_traffic(jobs, pls, batch)):
+        assert np.array_equal(links, l0) and np.array_equal(nbytes, b0)
 
 
 def test_links_are_full_duplex(model: AnalyticModel) -> None:

@@ -327,11 +327,13 @@ class DecisionPoint:
             # (job, its placement if kept, workers, PSs); the allocations of the others are made below
             todo: list[tuple[int, Job, Placement | None, int, int]] = []
             vjobs, vpls = view.jobs, view.placements
+            index = view.index
             for jid, al in allocs.items():
-                k = view.index(jid)
+                k = index(jid)
                 if k >= n or al.workers < 1:
                     continue
-                job = self._effective(k, al.arch, al.mode)
+                # ``_effective`` where the allocation leaves the architecture and mode as they are (FIFO's)
+                job = vjobs[k] if al.arch is None and al.mode is None else self._effective(k, al.arch, al.mode)
                 pl = vpls[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
                 keep = pl is not None and job is vjobs[k] and len(pl.gpus) == al.workers and len(pl.ps_sockets) == nps
@@ -341,12 +343,10 @@ class DecisionPoint:
             if len(kp) == len(todo) and (kp or not self.rescue_idle):
                 # Nothing to place (every allocated job keeps its placement; they fit together,
                 # the engine ran them so): the point needs no board, unless something asks for it.
-                for job, pl in zip(kj, kp):
-                    self._record(job, pl)
+                self._record_many(kj, kp)
                 self._kept = (kj, kp)
             elif self.board.commit_kept(kj, kp):  # the usual case
-                for job, pl in zip(kj, kp):
-                    self._record(job, pl)
+                self._record_many(kj, kp)
                 self.queue = [(k, Allocation(w, p, None, job.arch, job.mode)) for k, job, pl, w, p in todo
                               if pl is None]
             else:  # one after the other; a kept job that no longer fits is placed anew
@@ -490,12 +490,12 @@ class DecisionPoint:
         part = self.part
         if part is None:  # an allocation choice: always the same row
             return self._ctx_alloc.copy()
-        ctx = np.zeros(len(F.CONTEXT_FEATURES), dtype=np.float32)
-        ctx[1 if part.placing_worker else 2] = 1.0
-        ctx[3] = (part.n_workers - len(part.gpus)) / F.WORKER_SCALE
-        ctx[4] = (part.n_ps - len(part.sockets)) / F.WORKER_SCALE
-        ctx[5] = (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)
-        return ctx
+        worker = part.placing_worker
+        # phase (allocate, worker, PS), workers left, PSs left, tasks done: one array call per step
+        return np.array([0.0, 1.0 if worker else 0.0, 0.0 if worker else 1.0,
+                         (part.n_workers - len(part.gpus)) / F.WORKER_SCALE,
+                         (part.n_ps - len(part.sockets)) / F.WORKER_SCALE,
+                         (len(part.gpus) + len(part.sockets)) / max(part.n_workers + part.n_ps, 1)], dtype=np.float32)
 
     def allocation_rows(self) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """An allocation choice as a level-1 scorer reads it, without
@@ -764,13 +764,19 @@ class DecisionPoint:
 
     def _record(self, job: Job, pl: Placement) -> None:
         """A committed placement: into the decision, the link and GPU rows."""
-        jid = job.job_id
-        self.placements[jid] = pl
-        base = self.base_jobs[jid]
-        if base.arch_open:
-            self.arch[jid] = job.arch
-        if base.mode_open:
-            self.mode[jid] = job.mode
+        self._record_many((job,), (pl,))
+
+    def _record_many(self, jobs: Sequence[Job], pls: Sequence[Placement]) -> None:
+        """``_record`` of each (the kept placements of a point: one loop, no call per job)."""
+        placements, arch, mode, bases = self.placements, self.arch, self.mode, self.base_jobs
+        for job, pl in zip(jobs, pls):
+            jid = job.job_id
+            placements[jid] = pl
+            base = bases[jid]
+            if base.arch_open:
+                arch[jid] = job.arch
+            if base.mode_open:
+                mode[jid] = job.mode
         self._rows_dirty = True
 
     # --------------------------------------------------------- placement
@@ -804,7 +810,8 @@ class DecisionPoint:
             self._rows_dirty = True
             return
         o = self.place_off
-        if part.placing_worker:
+        worker = part.placing_worker
+        if worker:
             part.place_worker(a - o)
             if not self._rows_dirty:
                 self._rows.worker(part, a - o)
@@ -818,7 +825,14 @@ class DecisionPoint:
             self._decided[k] = 1.0
             self._chosen[k] = part.n_workers
             return
-        self._place_mask()
+        if worker and part.placing_worker:  # the next worker: the last mask, narrowed where this one went
+            m = self._mask.copy()
+            part.narrow_gpu_mask(m[o:o + self.topo.n_gpus], a - o)
+            if not np.count_nonzero(m):
+                m[self.defer_action] = 1  # a dead end: the job waits
+            self._mask = m
+        else:
+            self._place_mask()
 
     def why_invalid(self, a: int) -> str:
         """Why action ``a`` is not allowed now (the message of ``InvalidActionError``)."""

@@ -107,8 +107,9 @@ def link_utilisation(perf: object, view: ClusterView, n_links: int) -> np.ndarra
     bs = view.batch_sizes[run]
     rows = traffic([view.jobs[i] for i in run], [view.placements[i] for i in run], bs)
     rate = view.speed[run] / bs
-    load = np.bincount(np.concatenate([r[0] for r in rows]),
-                       weights=np.concatenate([r[1] * x for r, x in zip(rows, rate.tolist())]), minlength=2 * n_links)
+    # bytes x rate row by row, as one product over the rows (each job's rate repeated)
+    weights = np.concatenate([r[1] for r in rows]) * np.repeat(rate, [r[0].size for r in rows])
+    load = np.bincount(np.concatenate([r[0] for r in rows]), weights=weights, minlength=2 * n_links)
     u = load / capacity
     return np.maximum(u[:n_links], u[n_links:])
 

@@ -70,6 +70,15 @@ class PartialPlacement:
             m[self.gpus] = False  # no two workers of one job on one GPU
         return m
 
+    def narrow_gpu_mask(self, m: np.ndarray, g: int) -> None:
+        """``gpu_mask()`` after the worker just put on GPU ``g``, from the mask
+        before it (``m``, in place): only GPU ``g`` and the room of its server
+        changed, and room only shrinks, so the other entries stay."""
+        p, s = self.prof, int(self.topo.gpu_server[g])
+        m[g] = False
+        if not (self.cores_left[s] >= p.worker_cores - EPS and self.mem_left[s] >= p.worker_mem_gb - EPS):
+            m[self.topo.gpu_server == s] = False
+
     def socket_mask(self) -> np.ndarray:
         p, t = self.prof, self.topo
         srv_ok = (self.cores_left >= p.ps_cores - EPS) & (self.mem_left >= p.ps_mem_gb - EPS)

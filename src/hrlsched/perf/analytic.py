@@ -80,6 +80,7 @@ intensity; the CPU home of a job's input pipeline is inferred, not placed.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -109,6 +110,11 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
     return {"contention": float(k)}
 
 GBPS = 1e9 / 8  # bytes per second in one Gbit/s
+# Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology (at most
+# about 20 MB; 64 GPUs and 16 sockets: 5,120), and (job, link) keys up to which traffic is
+# summed with a dense bincount rather than np.unique.
+_ROUTE_TABLE_MAX = 1 << 18
+_DENSE_KEYS_MAX = 1 << 16
 
 
 class AnalyticModel(PerformanceModel):
@@ -160,6 +166,7 @@ class AnalyticModel(PerformanceModel):
         self.capacity = np.tile(np.where(cap > 0, cap, np.inf) * GBPS, 2)
         self.socket_gpus = np.bincount(t.gpu_socket, minlength=t.n_sockets).astype(float)
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._route_table: np.ndarray | None = None  # see _paths
         self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
 
@@ -193,64 +200,105 @@ class AnalyticModel(PerformanceModel):
         path, kind = np.nonzero(on.T)  # path by path
         return path, links[kind, path]
 
+    def _paths(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``_route``'s rows, read from a table of every path of the topology
+        (GPU to GPU, GPU to socket; routed once, on first use) where that table
+        is small: one lookup instead of some thirty numpy calls per build."""
+        t = self.topology
+        G, m = t.n_gpus, t.n_gpus + t.n_sockets
+        if G * m > _ROUTE_TABLE_MAX:
+            return self._route(a, dst_socket, b)
+        tab = self._route_table
+        if tab is None:
+            col = np.tile(np.arange(m), G)
+            path, link = self._route(np.repeat(np.arange(G), m), np.maximum(col - G, 0), np.where(col < G, col, -1))
+            cnt = np.bincount(path, minlength=G * m)
+            tab = np.full((G * m, int(cnt.max())), -1, dtype=np.int64)  # a path's links in _route's order, -1 after
+            tab[path, np.arange(path.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)] = link
+            self._route_table = tab
+        rows = tab[a * m + np.where(b >= 0, b, G + dst_socket)]
+        path, kind = (rows >= 0).nonzero()  # path by path
+        return path, rows[path, kind]
+
     def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(link ids, bytes per iteration) of each job, built for all of them at
         once over flattened (job, GPU) / (job, GPU, PS) / (job, ring edge)
         arrays; no loop over GPUs or links."""
         t = self.topology
         n = len(jobs)
-        profs = [self.profile(j) for j in jobs]
-        w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
-        p = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
-        sync = np.array([j.mode == "sync" for j in jobs])
-        is_ps = np.array([j.arch == "ps" for j in jobs]) & (p > 0)
-        is_ring = np.array([j.arch == "allreduce" for j in jobs]) & (w > 1)
-        S = np.array([pr.theta[2] for pr in profs]) * self.ref_bytes_s
-        P = np.array([pr.params_mb for pr in profs]) * 1e6
-        # bytes on a path; network links scale them to S below
-        grad = np.where(P > 0, P, S) if self.intra_params else S
-        local = np.where(sync, batch / w, batch).astype(float)
-        inp = local * np.array([pr.input_mb_per_sample for pr in profs]) * 1e6
+        # Per job, as Python numbers in one pass (the jobs are those first seen, few; numpy
+        # calls on arrays of one or two entries cost more): workers, PSs, PS shard bytes
+        # and ring edge bytes (with whether the job has such traffic), input bytes per worker, S and
+        # the bytes on a path (S, or the real gradient size inside a server: scaled to S below).
+        w_l, p_l, ps_l, shard_l, ring_l, edge_l, inp_l, S_l, grad_l = [], [], [], [], [], [], [], [], []
+        for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
+            pr = self.profile(j)
+            w, p = len(pl.gpus), len(pl.ps_sockets)
+            S = pr.theta[2] * self.ref_bytes_s
+            P = pr.params_mb * 1e6
+            grad = (P if P > 0 else S) if self.intra_params else S
+            local = b / w if j.mode == "sync" else float(b)
+            w_l.append(w)
+            p_l.append(p)
+            ps_l.append(j.arch == "ps" and p > 0)
+            shard_l.append(grad / max(p, 1))
+            ring_l.append(j.arch == "allreduce" and w > 1)
+            edge_l.append(2.0 * (w - 1) / max(w, 1) * grad)
+            inp_l.append(local * pr.input_mb_per_sample * 1e6)
+            S_l.append(S)
+            grad_l.append(grad)
+        w, p = np.array(w_l), np.array(p_l)
+        is_ps, is_ring = np.array(ps_l), np.array(ring_l)
+        inp = np.array(inp_l)
         # Workers sorted within each job (the ring's order), PS sockets flat.
-        g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=int(w.sum()))
+        g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=sum(w_l))
         gjob = np.repeat(np.arange(n), w)
-        order = np.lexsort((g, gjob))
-        g = g[order]
-        gstart = np.cumsum(w) - w
-        s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=int(p.sum()))
+        g = g[np.lexsort((g, gjob))]
+        s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=sum(p_l))
         sjob = np.repeat(np.arange(n), p)
-        sstart = np.cumsum(p) - p
 
+        # (The pairs of a kind no job has are empty: skipped, a build has a job or two.)
+        none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
         # PS: every worker exchanges its shard S/p with every PS.
-        wp = np.where(is_ps[gjob], p[gjob], 0)
-        wi = np.repeat(np.arange(g.size), wp)
-        k = np.arange(wi.size) - np.repeat(np.cumsum(wp) - wp, wp)  # PS index within the job
-        jj = gjob[wi]
-        ps_pairs = (g[wi], s[sstart[jj] + k], jj, grad[jj] / np.maximum(p[jj], 1))
+        ps_pairs = (none_i, none_i, none_i, none_f)
+        if any(ps_l):
+            wp = np.where(is_ps[gjob], p[gjob], 0)
+            wi = np.repeat(np.arange(g.size), wp)
+            k = np.arange(wi.size) - np.repeat(wp.cumsum() - wp, wp)  # PS index within the job
+            jj = gjob[wi]
+            sstart = p.cumsum() - p
+            ps_pairs = (g[wi], s[sstart[jj] + k], jj, np.array(shard_l)[jj])
         # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
-        rw = is_ring[gjob]
-        nxt = np.arange(g.size) + 1
-        last = nxt == gstart[gjob] + w[gjob]
-        nxt[last] = gstart[gjob][last]
-        ring = (g[rw], g[nxt][rw], gjob[rw], (2.0 * (w - 1) / np.maximum(w, 1) * grad)[gjob][rw])
+        ring = (none_i, none_i, none_i, none_f)
+        if any(ring_l):
+            rw = is_ring[gjob]
+            nxt = np.arange(1, g.size + 1)
+            gstart = w.cumsum() - w
+            last = nxt == gstart[gjob] + w[gjob]
+            nxt[last] = gstart[gjob][last]
+            ring = (g[rw], g[nxt][rw], gjob[rw], np.array(edge_l)[gjob][rw])
         # Input pipeline: from the job's CPU home on each server (the socket
         # with most of its tasks there; the lowest on a tie) to each worker.
-        tsock = np.concatenate([t.gpu_socket[g], s])
-        tjob = np.concatenate([gjob, sjob])
-        u, cnt = np.unique(tjob * t.n_sockets + tsock, return_counts=True)
-        ujob, usock = u // t.n_sockets, u % t.n_sockets
+        NS = t.n_sockets
+        cnt = np.bincount(np.concatenate([gjob * NS + t.gpu_socket[g], sjob * NS + s]))  # tasks per (job, socket)
+        u = cnt.nonzero()[0]
+        cnt = cnt[u]
+        ujob, usock = u // NS, u % NS
         srv_key = ujob * t.n_servers + t.socket_server[usock]
         pick = np.lexsort((usock, -cnt, srv_key))
-        first = np.concatenate([[True], srv_key[pick][1:] != srv_key[pick][:-1]])
-        hkeys, hsock = srv_key[pick][first], usock[pick][first]
+        sk = srv_key[pick]
+        first = np.empty(sk.size, dtype=bool)
+        first[0] = True
+        np.not_equal(sk[1:], sk[:-1], out=first[1:])
+        hkeys, hsock = sk[first], usock[pick][first]
         iw = inp[gjob] > 0
         home = hsock[np.searchsorted(hkeys, gjob * t.n_servers + t.gpu_server[g])]
 
         D = self.n_links
-        n_ps, n_in, n_ring = ps_pairs[0].size, int(iw.sum()), ring[0].size
+        n_ps, n_in, n_ring = ps_pairs[0].size, int(np.count_nonzero(iw)), ring[0].size
         # The paths of the push (worker -> PS), of the input (host -> worker, routed from the
         # worker) and of the ring, routed at once; their rows come path by path.
-        pi_a, link_a = self._route(np.concatenate([ps_pairs[0], g[iw], ring[0]]),
+        pi_a, link_a = self._paths(np.concatenate([ps_pairs[0], g[iw], ring[0]]),
                                    np.concatenate([ps_pairs[1], home[iw], np.zeros(n_ring, dtype=np.int64)]),
                                    np.concatenate([np.full(n_ps + n_in, -1), ring[1]]))
         m = int(np.searchsorted(pi_a, n_ps))
@@ -266,6 +314,7 @@ class AnalyticModel(PerformanceModel):
         # host staging (servers spanned, most workers on one server). With
         # the neutral options every factor is exactly 1: skipped (the default).
         if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
+            S, grad = np.array(S_l), np.array(grad_l)
             js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
             n_srv = np.bincount(js // t.n_servers, minlength=n)
             g_most = np.zeros(n, dtype=np.int64)
@@ -278,11 +327,17 @@ class AnalyticModel(PerformanceModel):
             row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
         else:
             row_bytes = nbytes[pi]
-        # Sum bytes per (job, directed link), then split the rows by job.
+        # Sum bytes per (job, directed link), then split the rows by job. bincount adds each
+        # key's rows in row order, as np.unique's inverse would; dense where the keys are few.
         L = self.capacity.size
-        keys, inv = np.unique(pjob[pi] * L + link, return_inverse=True)
-        tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
-        cut = np.searchsorted(keys // L, np.arange(n + 1))
+        key = pjob[pi] * L + link
+        if n * L <= _DENSE_KEYS_MAX:
+            keys = np.bincount(key).nonzero()[0]
+            tot = np.bincount(key, weights=row_bytes)[keys]
+        else:
+            keys, inv = np.unique(key, return_inverse=True)
+            tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
+        cut = np.searchsorted(keys // L, np.arange(n + 1)).tolist()
         links = keys % L
         return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
 
@@ -357,43 +412,47 @@ class AnalyticModel(PerformanceModel):
     def _build_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
         n = len(jobs)
         t = self.topology
-        profs = [self.profile(j) for j in jobs]
-        theta = np.array([p.theta for p in profs], dtype=float)
-        sens = np.array([p.compute_sensitivity for p in profs]) * self.interference_scale
-        sync = np.array([j.mode == "sync" for j in jobs])
-        w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
-        ps = np.fromiter((p.n_ps for p in placements), dtype=np.int64, count=n)
-        local = np.where(sync, batch / w, batch).astype(float)
-        gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=int(w.sum()))
-        wjob = np.repeat(np.arange(n), w)
-        sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=int(ps.sum()))
+        # Per job, as Python numbers in one pass (few jobs: see _build_traffic): theta0, theta1,
+        # sensitivity, local batch, and (workers, PSs, theta3 w + theta4 p, batch size, sync).
+        th0_l, th1_l, sens_l, local_l, job_l = [], [], [], [], []
+        for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
+            pr = self.profile(j)
+            th = pr.theta
+            w, p = len(pl.gpus), len(pl.ps_sockets)
+            sync = j.mode == "sync"
+            th0_l.append(float(th[0]))
+            th1_l.append(float(th[1]))
+            sens_l.append(float(pr.compute_sensitivity) * self.interference_scale)
+            local_l.append(b / w if sync else float(b))
+            job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
+        wcut = [0, *itertools.accumulate(len(pl.gpus) for pl in placements)]
+        scut = [0, *itertools.accumulate(len(pl.ps_sockets) for pl in placements)]
+        gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=wcut[-1])
+        wjob = np.repeat(np.arange(n), np.diff(wcut))
+        sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=scut[-1])
         sock = t.gpu_socket[gflat]
         # Alone, the tasks on a worker's socket are the job's own (its workers are on distinct GPUs).
         keys = wjob * t.n_sockets + sock
-        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), ps) * t.n_sockets + sflat]),
+        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), np.diff(scut)) * t.n_sockets + sflat]),
                                     minlength=n * t.n_sockets)[keys]
         gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
         # Per worker: theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
         # sensitivity, GPUs of its socket, local batch; as rows, to concatenate jobs in one call.
         per_w = np.empty((6, gflat.size))
         lw = per_w[4]
-        np.take(local, wjob, out=lw)
-        per_w[0] = theta[wjob, 0] * lw / gspeed
-        per_w[1] = theta[wjob, 1]
-        per_w[2] = sens[wjob]
+        np.take(local_l, wjob, out=lw)
+        per_w[0] = np.take(th0_l, wjob) * lw / gspeed
+        per_w[1] = np.take(th1_l, wjob)
+        per_w[2] = np.take(sens_l, wjob)
         per_w[3] = self.socket_gpus[sock]
         per_w[5] = on_sock_alone
-        over = theta[:, 3] * w + theta[:, 4] * ps
         rows = self._traffic_rows(jobs, placements, batch)
-        wcut = np.concatenate([[0], np.cumsum(w)]).tolist()
-        scut = np.concatenate([[0], np.cumsum(ps)]).tolist()
         out = []
         for i, (links, nbytes) in enumerate(rows):
             a, b = wcut[i], wcut[i + 1]
             out.append(_Terms(
                 gpus=gflat[a:b], sock=sock[a:b], ps_sockets=sflat[scut[i]:scut[i + 1]], per_w=per_w[:, a:b],
-                job=(float(w[i]), float(ps[i]), float(over[i]), float(batch[i]), bool(sync[i])),
-                links=links, base=nbytes / self.capacity[links],
+                job=job_l[i], links=links, base=nbytes / self.capacity[links],
             ))
         return out
 
@@ -409,11 +468,10 @@ class AnalyticModel(PerformanceModel):
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
         w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
         sync = jt[:, 4] > 0
-        all_sync = bool(sync.all())
+        all_sync = all(x.job[4] for x in terms)  # Python: numpy's call costs more on a few jobs
         if not all_sync:
             refuse_async_allreduce(jobs, self.name)
         wi = w.astype(np.int64)
-        wjob = np.repeat(np.arange(n), wi)
         per_w = np.concatenate([x.per_w for x in terms], axis=1)
         a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
 
@@ -436,20 +494,21 @@ class AnalyticModel(PerformanceModel):
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
         comp_i = (comp_a + th1) * c
-        starts = np.concatenate([[0], np.cumsum(wi)[:-1]])
+        starts = wi.cumsum() - wi
         comp_max = np.maximum.reduceat(comp_i, starts)
         # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
         over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        lens = np.fromiter((x.links.size for x in terms), dtype=np.int64, count=n)
+        lens_l = [x.links.size for x in terms]
+        lens = np.array(lens_l)
         links = np.concatenate([x.links for x in terms])
         base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
         rjob = np.repeat(np.arange(n), lens)
         # A job's time on its bottleneck link: its rows are contiguous, so where every job has
         # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
-        by_segment = bool(lens.all())
-        seg = np.cumsum(lens) - lens
+        by_segment = all(lens_l)
+        seg = lens.cumsum() - lens
         fixed = comp_max + over
         stretched = base  # base * rho; rho starts at 1
         for it in range(self.iterations + 1):
@@ -470,6 +529,7 @@ class AnalyticModel(PerformanceModel):
         speed_sync = bsz / (comp_max + rest)
         if all_sync:
             return speed_sync
+        wjob = np.repeat(np.arange(n), wi)
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
         return np.where(sync, speed_sync, speed_async)
 

@@ -20,15 +20,13 @@ class FIFO(AllocationPolicy):
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         out: dict[int, Allocation] = {}
         free = int(view.topology.n_gpus)
-        queued = []
         for job, pl in zip(view.jobs, view.placements):
-            if pl is None:
-                queued.append(job)
-                continue
-            w = len(pl.gpus)
-            out[job.job_id] = _allocation(w, len(pl.ps_sockets))
-            free -= w
-        for job in queued:
+            if pl is not None:
+                w = len(pl.gpus)
+                out[job.job_id] = _allocation(w, len(pl.ps_sockets))
+                free -= w
+        # The queue in arrival order, read only up to its first job that does not fit (usually the head).
+        for job in (job for job, pl in zip(view.jobs, view.placements) if pl is None):
             if job.requested_gpus > free:
                 break
             out[job.job_id] = _allocation(job.requested_gpus, 1 if job.arch == "ps" else 0)

@@ -102,14 +102,16 @@ class StepResult:
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, their mean slowdown, and the busy GPUs. Kept
-    in ``SimState.run_set`` until a decision changes something or a job
-    finishes."""
+    work, their mean slowdown, the busy GPUs, and whether any of them is
+    restarting (a delay is set only where a decision changes something; it
+    then only shrinks). Kept in ``SimState.run_set`` until a decision changes
+    something or a job finishes."""
 
     run: np.ndarray
     total: np.ndarray
     mean_slow: float
     busy: int
+    delayed: bool
 
 
 class Simulation:
@@ -296,7 +298,8 @@ class Simulation:
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
             mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)))
+            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
+                                     bool(np.count_nonzero(st.delay_left[run])))
         return rs
 
     def _view(self) -> ClusterView:
@@ -380,7 +383,13 @@ class Simulation:
         st.calls += 1
         st.dirty = False
         st.recheck_s = math.inf if decision.recheck_s is None else float(decision.recheck_s)
+        if decision.arch or decision.mode:
+            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         running, placements = st.running, st.placements
+        if new_loads is None and not choices and not decision.batch_sizes and len(new) == len(running):
+            # Every running job keeps its placement (``new``: running ones only, as many), nothing
+            # else changes (FIFO's decision where the queue's head does not fit): nothing to update.
+            return False
         changed: list[int] = []
         for i in [i for i in running if i not in new]:  # preempted
             del running[i]
@@ -390,8 +399,6 @@ class Simulation:
             changed.append(i)
         for i, (a, m) in choices.items():
             st.jobs[i] = self._job(i, a, m)
-        if decision.arch or decision.mode:
-            st.last_choices = (dict(decision.arch), dict(decision.mode), st.n_finished)
         new_batch = {self.index[jid]: int(b) for jid, b in decision.batch_sizes.items()}
         for i, pl in new.items():
             old = running.get(i)
@@ -485,7 +492,9 @@ class Simulation:
         k = 1
         if run.size:
             # The running jobs' values, gathered once (fancy indexing costs more than the arithmetic).
-            prog, rate, d = st.progress[run], st.rate[run], st.delay_left[run]
+            prog, rate = st.progress[run], st.rate[run]
+            # No job restarting: the delays as the scalar 0.0 (the same values in every expression below).
+            d = st.delay_left[run] if rs.delayed else 0.0
             fin_rel = d + (rs.total - prog) / rate
             first_fin = float(fin_rel.min())
         if jump:
@@ -517,7 +526,8 @@ class Simulation:
             held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
             productive = np.maximum(held - d, 0.0)
             st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
-            st.delay_left[run] = np.maximum(d - dt, 0.0)
+            if rs.delayed:
+                st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
             # PSs, slowdown), prod_s += productive: the same products, added in one operation.
             add = st.per_held[:, run] * held

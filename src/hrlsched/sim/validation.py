@@ -87,8 +87,17 @@ def check_choices(
         # The choices of the last applied decision: still all active (none finished), still
         # allowed, and already the jobs' effective ones: no change.
         return {}
-    out: dict[int, tuple[str, str]] = {}
     is_active = st.is_active
+    if last is not None and decision.arch.items() <= last[0].items() and decision.mode.items() <= last[1].items():
+        # Some of them (jobs finished since): allowed, and the jobs' effective ones (a job not
+        # named keeps its own, which the last decision set); only whether each job is active is left.
+        for what, table in (("arch", decision.arch), ("mode", decision.mode)):
+            for jid in table:
+                i = index.get(jid)
+                if i is None or not is_active[i]:
+                    raise InvalidDecisionError(f"job {jid}: {what} given for a job that is not active")
+        return {}
+    out: dict[int, tuple[str, str]] = {}
     seen = allowed_seen if allowed_seen is not None else set()
     for what, table, allowed in (("arch", decision.arch, ARCHS), ("mode", decision.mode, MODES)):
         for jid, v in table.items():
