@@ -622,10 +622,10 @@ class DecisionPoint:
         return pl is None or not self.board.fits(job, pl)
 
     def _placeable(self, job: Job, w: int, p: int) -> bool:
-        ok, ask = self.feas.sure(self.board, job, np.array([w]), np.array([p]))
-        if ok[0]:
+        ok, ask = self.feas.sure_one(self.board, job, w, p)
+        if ok:
             return True
-        return bool(ask.size) and self.feas.place(self.view, self.board, job, w, p) is not None  # type: ignore[arg-type]
+        return ask and self.feas.place(self.view, self.board, job, w, p) is not None  # type: ignore[arg-type]
 
     def _rescue_idle(self) -> None:
         """An empty decision with decision points at events would leave the
