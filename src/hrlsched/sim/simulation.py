@@ -102,13 +102,14 @@ class StepResult:
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, their mean slowdown, the busy GPUs, and whether any of them is
-    restarting (a delay is set only where a decision changes something; it
+    work, their columns of ``SimState.per_held``, their mean slowdown, the busy
+    GPUs, and whether any of them is restarting (a delay is set only where a decision changes something; it
     then only shrinks). Kept in ``SimState.run_set`` until a decision changes
     something or a job finishes."""
 
     run: np.ndarray
     total: np.ndarray
+    per_held: np.ndarray  # read-only use: ``_advance`` multiplies it into a new array
     mean_slow: float
     busy: int
     delayed: bool
@@ -298,7 +299,7 @@ class Simulation:
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
             mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
+            rs = st.run_set = RunSet(run, self.total[run], st.per_held[:, run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
                                      bool(np.count_nonzero(st.delay_left[run])))
         return rs
 
@@ -530,7 +531,7 @@ class Simulation:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
             # PSs, slowdown), prod_s += productive: the same products, added in one operation.
-            add = st.per_held[:, run] * held
+            add = rs.per_held * held
             add[1] = productive
             st.held[:, run] += add
             if any_fin:
