@@ -303,7 +303,8 @@ class DecisionPoint:
         self.placements: dict[int, Placement] = {}
         self.arch: dict[int, str] = {}
         self.mode: dict[int, str] = {}
-        self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
+        # the running jobs, in order: read by the allocation phase only (a level-2 point has none)
+        self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None] if self.agent_allocates else []
         self._reserved = np.zeros(n, dtype=bool)
         if self.agent_allocates and self.reserve_running and self._running:
             held = self._running
@@ -326,6 +327,8 @@ class DecisionPoint:
             allocs = self.alloc_policy.allocate(view)
             # (job, its placement if kept, workers, PSs); the allocations of the others are made below
             todo: list[tuple[int, Job, Placement | None, int, int]] = []
+            kj: list[Job] = []  # the kept ones (jobs, placements), gathered in the same pass
+            kp: list[Placement] = []
             vjobs, vpls = view.jobs, view.placements
             index = view.index
             for jid, al in allocs.items():
@@ -337,9 +340,10 @@ class DecisionPoint:
                 pl = vpls[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
                 keep = pl is not None and job is vjobs[k] and len(pl.gpus) == al.workers and len(pl.ps_sockets) == nps
+                if keep:
+                    kj.append(job)
+                    kp.append(pl)
                 todo.append((k, job, pl if keep else None, al.workers, nps))
-            kj = [job for _, job, pl, _, _ in todo if pl is not None]
-            kp = [pl for _, _, pl, _, _ in todo if pl is not None]
             if len(kp) == len(todo) and (kp or not self.rescue_idle):
                 # Nothing to place (every allocated job keeps its placement; they fit together,
                 # the engine ran them so): the point needs no board, unless something asks for it.

@@ -306,10 +306,11 @@ class Simulation:
     def _view(self) -> ClusterView:
         st = self.state
         act = self._act(st)
+        progress = st.progress[act]  # gathered once, for the view and its remaining work
         if st.work_factor is None:
-            remaining = self.total[act] - st.progress[act]
+            remaining = self.total[act] - progress
         else:
-            remaining = np.maximum(self.total[act] * st.work_factor[act] - st.progress[act], 0.0)
+            remaining = np.maximum(self.total[act] * st.work_factor[act] - progress, 0.0)
         return ClusterView(
             time_s=st.time_s,
             round_index=st.round_index,
@@ -318,7 +319,7 @@ class Simulation:
             catalogue=self.catalogue,
             perf=self._view_perf,
             jobs=[st.jobs[i] for i in st.active],
-            progress=st.progress[act],
+            progress=progress,
             remaining=remaining,
             attained_gpu_s=st.attained[act],
             running_s=st.hold_s[act],
