@@ -325,17 +325,19 @@ class PlacementIndex:
             np.array(list(per_gpu.values()), dtype=np.int64), np.array(srv, dtype=np.int64),
             np.array([per_srv_w.get(v, 0) for v in srv], dtype=np.int64),
             np.array([per_srv_p.get(v, 0) for v in srv], dtype=np.int64),
-            np.array(socks, dtype=np.int64), self._links(gpus, socks),
+            np.array(socks, dtype=np.int64), self._links(gpus, socks, per_gpu, per_srv_w),
             list(per_gpu.items()), [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv],
         )
 
-    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...]) -> np.ndarray:
-        """``crossed_links``, as a set of link indices (in another order)."""
+    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...], per_gpu: dict[int, int],
+               workers_on: dict[int, int]) -> np.ndarray:
+        """``crossed_links``, as a set of link indices (in another order); ``per_gpu``,
+        ``workers_on``: the workers per GPU and per server, as ``_make`` counted them."""
         off = self.link_off
         switches = {self._switch[g] for g in gpus}
         socks = [self._socket[g] for g in gpus] + list(ps)
         servers = {self._sock_server[x] for x in socks}
-        out = [off[0] + g for g in set(gpus)]
+        out = [off[0] + g for g in per_gpu]  # the distinct GPUs
         if len(switches) > 1 or ps:
             out += [off[1] + w for w in switches]
         sockets_on: dict[int, int] = {}
@@ -348,10 +350,6 @@ class PlacementIndex:
             racks = {self._rack[v] for v in servers}
             if len(racks) > 1:
                 out += [off[4] + r for r in racks]
-        workers_on: dict[int, int] = {}
-        for g in gpus:
-            v = self._server[g]
-            workers_on[v] = workers_on.get(v, 0) + 1
         out += [off[5] + v for v, c in workers_on.items() if c > 1 and self._nvlink[v]]
         return np.array(sorted(out), dtype=np.int64)
 
