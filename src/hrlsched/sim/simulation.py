@@ -498,7 +498,7 @@ class Simulation:
             # No job restarting: the delays as the scalar 0.0 (the same values in every expression below).
             d = st.delay_left[run] if rs.delayed else 0.0
             fin_rel = d + (rs.total - prog) / rate
-            first_fin = float(fin_rel.min())
+            first_fin = float(np.minimum.reduce(fin_rel))  # ``ndarray.min``'s reduction, without its wrapper
         if jump:
             t, na = st.time_s, st.next_arrival
             k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
@@ -537,27 +537,28 @@ class Simulation:
             st.held[:, run] += add
             if any_fin:
                 fi = run[fin]
-                early = dt - fin_rel[fin]
-                st.finish[fi] = st.time_s + fin_rel[fin]
+                fl = fi.tolist()  # as Python ints, which index lists and dicts faster
+                fr = fin_rel[fin]
+                early = dt - fr
+                st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
                 acc.job_seconds -= float(early.sum())
                 st.done[fi] = True
                 st.is_active[fi] = False
-                gone = [st.running.pop(int(i)) for i in fi]
+                gone = [st.running.pop(i) for i in fl]
                 if self._whole_loads and fi.size <= 2:  # more at once: one vectorised pass is cheaper
-                    for i, p in zip(fi.tolist(), gone):
+                    for i, p in zip(fl, gone):
                         self._release(st, i, p)
                 else:
                     dg, dc, dm = loads(self.topo, gone, fi, self.res)
                     st.gpu_tasks -= dg
                     st.cores_used -= dc
                     st.mem_used -= dm
-                for i in fi:
+                for i in fl:
                     st.placements[i] = None
                     acc.completions.append(self.jobs[i].job_id)
+                    st.active.remove(i)  # in place, keeping the order (a job or two finish at a time)
                 st.n_workers[fi] = st.n_ps[fi] = 0
-                gone_i = set(fi.tolist())
-                st.active = [i for i in st.active if i not in gone_i]
                 st.act_idx = st.run_set = None
                 st.n_finished += int(fi.size)
                 st.dirty = True
