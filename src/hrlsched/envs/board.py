@@ -83,6 +83,9 @@ class _Occupancy(Occupancy):
         self._log: list[int] = []
         self._bulk = 0
         self._rooms: dict[str, ModelRoom] = {}
+        # a ``ModelRoom.hist``'s length: the most GPUs of a server, plus one (once per board, not per model)
+        topo = self.topo
+        self.hist_len = (max(int(topo.server_gpus.max()), 0) if topo.n_servers else 0) + 1
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
@@ -215,9 +218,8 @@ class ModelRoom:
     def _full(self, occ: _Occupancy) -> None:
         cap = occ._worker_capacity(self.job, 0)  # also counts the free GPUs per server
         self.cap = cap.tolist()
-        n = max(int(occ.topo.server_gpus.max()), 0) if occ.topo.n_servers else 0
-        self.hist = np.bincount(cap, minlength=n + 1).tolist()
-        self.total = int(cap.sum())
+        self.hist = np.bincount(cap, minlength=occ.hist_len).tolist()
+        self.total = sum(self.cap)  # Python ints: no numpy call
         self.bulk = occ._bulk
         p = self.prof
         k: np.ndarray | None = None
@@ -229,7 +231,9 @@ class ModelRoom:
             k = np.full(occ.cores_free.shape, np.inf)
         k = np.maximum(k, 0)
         self.ps_total = float(k.sum())
-        self._exact = bool(np.all(k < _EXACT)) and self.ps_total < _EXACT
+        # Each count is >= 0 and a float sum of such values is at least each of them, so a total
+        # below _EXACT puts every count below it (NaN or inf fail the comparison).
+        self._exact = self.ps_total < _EXACT
         self.ps = k.tolist()
 
     def _servers(self, occ: _Occupancy, servers: set[int]) -> None:
