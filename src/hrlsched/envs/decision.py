@@ -937,7 +937,9 @@ class DecisionPoint:
         get = self._facts.get
         rows: list = []
         miss = []  # (row, job, key) of the facts not kept yet
+        arrival = []  # for the age column (``view.age_s``, from this loop rather than another pass)
         for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
+            arrival.append(j.arrival_s)
             key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
                 (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
             r = get(key)
@@ -963,7 +965,7 @@ class DecisionPoint:
         o[:, 4] = cw > 0
         o[:, 5] = cw / F.WORKER_SCALE
         o[:, 6] = cp / F.WORKER_SCALE
-        o[:, 7] = np.log1p(view.age_s()[:n] / F.HOUR)
+        o[:, 7] = np.log1p((view.time_s - np.array(arrival, dtype=float)) / F.HOUR)
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)
         o[:, 10] = view.speed[:n] / req
