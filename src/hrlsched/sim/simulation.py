@@ -155,6 +155,7 @@ class Simulation:
         cfg, jobs_ = self.cfg, self.jobs
         profiles = [get_profile(j.model, self.catalogue) for j in jobs_]
         self.arrival = np.array([j.arrival_s for j in jobs_], dtype=float)
+        self._arrival_l = self.arrival.tolist()  # the same, as Python floats: compared once or twice per step
         self.total = np.array([j.total_samples for j in jobs_], dtype=float)
         self.restart_cost = np.array(
             [p.restart_s if cfg.restart_s is None else cfg.restart_s for p in profiles], dtype=float
@@ -344,9 +345,9 @@ class Simulation:
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
-        arrival = self.arrival
+        arrival, arrival_l = self.arrival, self._arrival_l
         while True:
-            while st.next_arrival < n and arrival[st.next_arrival] <= st.time_s + EPS:
+            while st.next_arrival < n and arrival_l[st.next_arrival] <= st.time_s + EPS:
                 i = st.next_arrival
                 st.active.append(i)
                 st.act_idx = None
@@ -359,7 +360,7 @@ class Simulation:
                 return None
             if not st.active:
                 # Idle cluster: jump to the round of the next arrival.
-                k = max(1, math.ceil((arrival[st.next_arrival] - st.time_s) / T - EPS))
+                k = max(1, math.ceil((arrival_l[st.next_arrival] - st.time_s) / T - EPS))
                 st.record.append((st.time_s, k, 0, 0, 0, 1.0))
                 st.time_s += k * T
                 st.round_index += k
@@ -501,7 +502,7 @@ class Simulation:
             first_fin = float(np.minimum.reduce(fin_rel))  # ``ndarray.min``'s reduction, without its wrapper
         if jump:
             t, na = st.time_s, st.next_arrival
-            k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
+            k_arr = math.ceil((self._arrival_l[na] - t) / T - EPS) if na < n else _NEVER
             k_fin = math.ceil(first_fin / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
