@@ -527,3 +527,42 @@ def test_narrowed_gpu_mask_is_the_recomputed_one() -> None:
             narrowed_to_server += before - int(m.sum()) > 1
             assert np.array_equal(m, part.gpu_mask())
     assert narrowed_to_server  # some server ran out of room before its GPUs
+
+
+def test_sure_one_is_sure_on_one_pair() -> None:
+    """``HeuristicFeasibility.sure_one`` (Python numbers) answers as ``sure``
+    on one-entry arrays, for placements that fill and one that does not,
+    on boards as commitments fill them up."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.core.catalogue import get_profile
+    from hrlsched.envs.board import Board
+    from hrlsched.envs.masks import HeuristicFeasibility
+    from hrlsched.policies.registry import PLACEMENTS
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.simulation import Simulation
+
+    built = build_scenario(resolve_run_config("default", None, 0, [
+        "workload.jobs=40", "workload.duration_h=0.01", "cluster.server_groups.0.count=4",
+        "cluster.server_groups.0.cores_per_socket=3", "cluster.server_groups.0.memory_gb=40"]).scenario, 0)
+    sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
+    view = sim.reset(0)
+    while len(view.jobs) < 10:
+        view = sim.step(Decision(placements={})).view
+    profiles = {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+    # pack, balance, tiresias fill (PS room rules); optimus, topology do not
+    feas = [HeuristicFeasibility(PLACEMENTS[name].factory()) for name in ("pack", "balance", "tiresias", "optimus", "topology")]
+    assert [f.fill for f in feas] == [True, True, True, False, False]
+    board = Board(view, 1, profiles, link_layout(view.topology)[0])
+    seen = set()
+    for job in view.jobs:
+        for f in feas:
+            for w in range(1, 10):
+                for p in range(4):
+                    ok, ask = f.sure(board, job, np.array([w]), np.array([p]))
+                    one = f.sure_one(board, job, w, p)
+                    assert one == (bool(ok[0]), bool(ask.size))
+                    seen.add(one)
+        pl = feas[0].place(view, board, job, min(job.requested_gpus, 2), job.num_ps_requested)
+        if pl is not None:
+            board.commit(job, pl)
+    assert len(seen) == 3  # surely placed, to ask and neither all occur

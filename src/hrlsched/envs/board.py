@@ -83,6 +83,9 @@ class _Occupancy(Occupancy):
         self._log: list[int] = []
         self._bulk = 0
         self._rooms: dict[str, ModelRoom] = {}
+        # a ``ModelRoom.hist``'s length: the most GPUs of a server, plus one (once per board, not per model)
+        topo = self.topo
+        self.hist_len = (max(int(topo.server_gpus.max()), 0) if topo.n_servers else 0) + 1
 
     def profile(self, job: Job) -> ModelProfile:
         return self._profiles[job.model]
@@ -215,9 +218,8 @@ class ModelRoom:
     def _full(self, occ: _Occupancy) -> None:
         cap = occ._worker_capacity(self.job, 0)  # also counts the free GPUs per server
         self.cap = cap.tolist()
-        n = max(int(occ.topo.server_gpus.max()), 0) if occ.topo.n_servers else 0
-        self.hist = np.bincount(cap, minlength=n + 1).tolist()
-        self.total = int(cap.sum())
+        self.hist = np.bincount(cap, minlength=occ.hist_len).tolist()
+        self.total = sum(self.cap)  # Python ints: no numpy call
         self.bulk = occ._bulk
         p = self.prof
         k: np.ndarray | None = None
@@ -229,7 +231,9 @@ class ModelRoom:
             k = np.full(occ.cores_free.shape, np.inf)
         k = np.maximum(k, 0)
         self.ps_total = float(k.sum())
-        self._exact = bool(np.all(k < _EXACT)) and self.ps_total < _EXACT
+        # Each count is >= 0 and a float sum of such values is at least each of them, so a total
+        # below _EXACT puts every count below it (NaN or inf fail the comparison).
+        self._exact = self.ps_total < _EXACT
         self.ps = k.tolist()
 
     def _servers(self, occ: _Occupancy, servers: set[int]) -> None:
@@ -325,17 +329,19 @@ class PlacementIndex:
             np.array(list(per_gpu.values()), dtype=np.int64), np.array(srv, dtype=np.int64),
             np.array([per_srv_w.get(v, 0) for v in srv], dtype=np.int64),
             np.array([per_srv_p.get(v, 0) for v in srv], dtype=np.int64),
-            np.array(socks, dtype=np.int64), self._links(gpus, socks),
+            np.array(socks, dtype=np.int64), self._links(gpus, socks, per_gpu, per_srv_w),
             list(per_gpu.items()), [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv],
         )
 
-    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...]) -> np.ndarray:
-        """``crossed_links``, as a set of link indices (in another order)."""
+    def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...], per_gpu: dict[int, int],
+               workers_on: dict[int, int]) -> np.ndarray:
+        """``crossed_links``, as a set of link indices (in another order); ``per_gpu``,
+        ``workers_on``: the workers per GPU and per server, as ``_make`` counted them."""
         off = self.link_off
         switches = {self._switch[g] for g in gpus}
         socks = [self._socket[g] for g in gpus] + list(ps)
         servers = {self._sock_server[x] for x in socks}
-        out = [off[0] + g for g in set(gpus)]
+        out = [off[0] + g for g in per_gpu]  # the distinct GPUs
         if len(switches) > 1 or ps:
             out += [off[1] + w for w in switches]
         sockets_on: dict[int, int] = {}
@@ -348,10 +354,6 @@ class PlacementIndex:
             racks = {self._rack[v] for v in servers}
             if len(racks) > 1:
                 out += [off[4] + r for r in racks]
-        workers_on: dict[int, int] = {}
-        for g in gpus:
-            v = self._server[g]
-            workers_on[v] = workers_on.get(v, 0) + 1
         out += [off[5] + v for v, c in workers_on.items() if c > 1 and self._nvlink[v]]
         return np.array(sorted(out), dtype=np.int64)
 

@@ -303,7 +303,8 @@ class DecisionPoint:
         self.placements: dict[int, Placement] = {}
         self.arch: dict[int, str] = {}
         self.mode: dict[int, str] = {}
-        self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None]
+        # the running jobs, in order: read by the allocation phase only (a level-2 point has none)
+        self._running = [k for k, pl in enumerate(view.placements[:n]) if pl is not None] if self.agent_allocates else []
         self._reserved = np.zeros(n, dtype=bool)
         if self.agent_allocates and self.reserve_running and self._running:
             held = self._running
@@ -326,6 +327,8 @@ class DecisionPoint:
             allocs = self.alloc_policy.allocate(view)
             # (job, its placement if kept, workers, PSs); the allocations of the others are made below
             todo: list[tuple[int, Job, Placement | None, int, int]] = []
+            kj: list[Job] = []  # the kept ones (jobs, placements), gathered in the same pass
+            kp: list[Placement] = []
             vjobs, vpls = view.jobs, view.placements
             index = view.index
             for jid, al in allocs.items():
@@ -337,9 +340,10 @@ class DecisionPoint:
                 pl = vpls[k]
                 nps = max(al.ps, 1) if job.arch == "ps" else 0
                 keep = pl is not None and job is vjobs[k] and len(pl.gpus) == al.workers and len(pl.ps_sockets) == nps
+                if keep:
+                    kj.append(job)
+                    kp.append(pl)
                 todo.append((k, job, pl if keep else None, al.workers, nps))
-            kj = [job for _, job, pl, _, _ in todo if pl is not None]
-            kp = [pl for _, _, pl, _, _ in todo if pl is not None]
             if len(kp) == len(todo) and (kp or not self.rescue_idle):
                 # Nothing to place (every allocated job keeps its placement; they fit together,
                 # the engine ran them so): the point needs no board, unless something asks for it.
@@ -622,10 +626,10 @@ class DecisionPoint:
         return pl is None or not self.board.fits(job, pl)
 
     def _placeable(self, job: Job, w: int, p: int) -> bool:
-        ok, ask = self.feas.sure(self.board, job, np.array([w]), np.array([p]))
-        if ok[0]:
+        ok, ask = self.feas.sure_one(self.board, job, w, p)
+        if ok:
             return True
-        return bool(ask.size) and self.feas.place(self.view, self.board, job, w, p) is not None  # type: ignore[arg-type]
+        return ask and self.feas.place(self.view, self.board, job, w, p) is not None  # type: ignore[arg-type]
 
     def _rescue_idle(self) -> None:
         """An empty decision with decision points at events would leave the
@@ -933,7 +937,9 @@ class DecisionPoint:
         get = self._facts.get
         rows: list = []
         miss = []  # (row, job, key) of the facts not kept yet
+        arrival = []  # for the age column (``view.age_s``, from this loop rather than another pass)
         for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
+            arrival.append(j.arrival_s)
             key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
                 (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
             r = get(key)
@@ -959,7 +965,7 @@ class DecisionPoint:
         o[:, 4] = cw > 0
         o[:, 5] = cw / F.WORKER_SCALE
         o[:, 6] = cp / F.WORKER_SCALE
-        o[:, 7] = np.log1p(view.age_s()[:n] / F.HOUR)
+        o[:, 7] = np.log1p((view.time_s - np.array(arrival, dtype=float)) / F.HOUR)
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)
         o[:, 10] = view.speed[:n] / req

@@ -139,9 +139,13 @@ class Rows:
         self.per_sv = np.maximum(topo.server_gpus, 1).astype(float)
         self.cores_cap = np.maximum(topo.server_cores, 1e-9)
         self.mem_cap = np.maximum(topo.server_mem_gb, 1e-9)
-        self.switch_gpus = [np.flatnonzero(topo.gpu_switch == w) for w in range(topo.n_switches)]
-        self.server_gpus = [np.flatnonzero(topo.gpu_server == v) for v in range(V)]
-        self.server_sockets = [np.flatnonzero(topo.socket_server == v) for v in range(V)]
+        # Each group's rows: a slice where they are contiguous (the usual numbering), which
+        # numpy writes faster than an index array (``worker``/``ps``, several writes per task).
+        self.switch_gpus = [_rows(topo.gpu_switch == w) for w in range(topo.n_switches)]
+        self.server_gpus = [_rows(topo.gpu_server == v) for v in range(V)]
+        self.server_sockets = [_rows(topo.socket_server == v) for v in range(V)]
+        self._gpu_svk = list(zip(topo.gpu_server.tolist(), topo.gpu_switch.tolist(), topo.gpu_socket.tolist()))
+        self._sock_server = topo.socket_server.tolist()
         self.gpus = np.zeros((max_gpus, len(GPU_FEATURES)), dtype=np.float32)
         self.sockets = np.zeros((max_sockets, len(SOCKET_FEATURES)), dtype=np.float32)
         self.gpus[:G, 0] = 1.0
@@ -217,8 +221,7 @@ class Rows:
     def worker(self, part: PartialPlacement, g: int) -> None:
         """``part`` has just put a worker on GPU ``g``."""
         self._own_clear = False
-        topo = self.topo
-        v, w, k = int(topo.gpu_server[g]), int(topo.gpu_switch[g]), int(topo.gpu_socket[g])
+        v, w, k = self._gpu_svk[g]
         self.gpus[g, 11] = 1.0
         self.gpus[self.server_gpus[v], 12] = part.workers_on_server[v] / self.per_sv[v]
         self.gpus[self.switch_gpus[w], 13] = part.workers_on_switch[w] / self.per_sw[w]
@@ -229,4 +232,12 @@ class Rows:
         """``part`` has just put a PS on socket ``sock``."""
         self._own_clear = False
         self.sockets[sock, 8] = part.ps_on_socket[sock] / 4.0
-        self._room(part, int(self.topo.socket_server[sock]))
+        self._room(part, self._sock_server[sock])
+
+
+def _rows(member: np.ndarray) -> slice | np.ndarray:
+    """The indices where ``member`` holds: a slice where they are contiguous, else an index array."""
+    ix = np.flatnonzero(member)
+    if ix.size and ix[-1] - ix[0] + 1 == ix.size:
+        return slice(int(ix[0]), int(ix[-1]) + 1)
+    return ix

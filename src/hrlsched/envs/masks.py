@@ -188,6 +188,18 @@ class HeuristicFeasibility:
         room = self.worker_room(board, job)
         return self.sure_with(workers, ps, room, *(self.ps_room(board, job) if self.fill else (0.0, 0.0)))
 
+    def sure_one(self, board: Board, job: Job, workers: int, ps: int) -> tuple[bool, bool]:
+        """``sure`` of one pair, in Python numbers (numpy calls on one-entry arrays cost more):
+        (surely placed, to ask ``place``)."""
+        room_ok = workers <= self.worker_room(board, job)
+        if not self.fill:
+            return False, room_ok
+        if not room_ok:
+            return False, False
+        total, per = self.ps_room(board, job)
+        ok = ps == 0 or total - per * workers >= ps
+        return ok, not ok
+
     def sure_with(self, workers: np.ndarray, ps: np.ndarray, room: int, total: float,
                   per: float) -> tuple[np.ndarray, np.ndarray]:
         """``sure`` given the worker room and ``ps_room`` (a pure function of them)."""

@@ -102,13 +102,14 @@ class StepResult:
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, their mean slowdown, the busy GPUs, and whether any of them is
-    restarting (a delay is set only where a decision changes something; it
+    work, their columns of ``SimState.per_held``, their mean slowdown, the busy
+    GPUs, and whether any of them is restarting (a delay is set only where a decision changes something; it
     then only shrinks). Kept in ``SimState.run_set`` until a decision changes
     something or a job finishes."""
 
     run: np.ndarray
     total: np.ndarray
+    per_held: np.ndarray  # read-only use: ``_advance`` multiplies it into a new array
     mean_slow: float
     busy: int
     delayed: bool
@@ -154,6 +155,7 @@ class Simulation:
         cfg, jobs_ = self.cfg, self.jobs
         profiles = [get_profile(j.model, self.catalogue) for j in jobs_]
         self.arrival = np.array([j.arrival_s for j in jobs_], dtype=float)
+        self._arrival_l = self.arrival.tolist()  # the same, as Python floats: compared once or twice per step
         self.total = np.array([j.total_samples for j in jobs_], dtype=float)
         self.restart_cost = np.array(
             [p.restart_s if cfg.restart_s is None else cfg.restart_s for p in profiles], dtype=float
@@ -298,17 +300,18 @@ class Simulation:
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
             mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
+            rs = st.run_set = RunSet(run, self.total[run], st.per_held[:, run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
                                      bool(np.count_nonzero(st.delay_left[run])))
         return rs
 
     def _view(self) -> ClusterView:
         st = self.state
         act = self._act(st)
+        progress = st.progress[act]  # gathered once, for the view and its remaining work
         if st.work_factor is None:
-            remaining = self.total[act] - st.progress[act]
+            remaining = self.total[act] - progress
         else:
-            remaining = np.maximum(self.total[act] * st.work_factor[act] - st.progress[act], 0.0)
+            remaining = np.maximum(self.total[act] * st.work_factor[act] - progress, 0.0)
         return ClusterView(
             time_s=st.time_s,
             round_index=st.round_index,
@@ -317,7 +320,7 @@ class Simulation:
             catalogue=self.catalogue,
             perf=self._view_perf,
             jobs=[st.jobs[i] for i in st.active],
-            progress=st.progress[act],
+            progress=progress,
             remaining=remaining,
             attained_gpu_s=st.attained[act],
             running_s=st.hold_s[act],
@@ -342,9 +345,9 @@ class Simulation:
         st, cfg = self.state, self.cfg
         T = float(cfg.round_s)
         n = len(self.jobs)
-        arrival = self.arrival
+        arrival, arrival_l = self.arrival, self._arrival_l
         while True:
-            while st.next_arrival < n and arrival[st.next_arrival] <= st.time_s + EPS:
+            while st.next_arrival < n and arrival_l[st.next_arrival] <= st.time_s + EPS:
                 i = st.next_arrival
                 st.active.append(i)
                 st.act_idx = None
@@ -357,7 +360,7 @@ class Simulation:
                 return None
             if not st.active:
                 # Idle cluster: jump to the round of the next arrival.
-                k = max(1, math.ceil((arrival[st.next_arrival] - st.time_s) / T - EPS))
+                k = max(1, math.ceil((arrival_l[st.next_arrival] - st.time_s) / T - EPS))
                 st.record.append((st.time_s, k, 0, 0, 0, 1.0))
                 st.time_s += k * T
                 st.round_index += k
@@ -496,10 +499,10 @@ class Simulation:
             # No job restarting: the delays as the scalar 0.0 (the same values in every expression below).
             d = st.delay_left[run] if rs.delayed else 0.0
             fin_rel = d + (rs.total - prog) / rate
-            first_fin = float(fin_rel.min())
+            first_fin = float(np.minimum.reduce(fin_rel))  # ``ndarray.min``'s reduction, without its wrapper
         if jump:
             t, na = st.time_s, st.next_arrival
-            k_arr = math.ceil((self.arrival[na] - t) / T - EPS) if na < n else _NEVER
+            k_arr = math.ceil((self._arrival_l[na] - t) / T - EPS) if na < n else _NEVER
             k_fin = math.ceil(first_fin / T - EPS) if run.size else _NEVER
             k_max = math.ceil((cfg.max_time_s - t) / T - EPS)
             k_per = self.every - st.round_index % self.every if self.points == "every" else _NEVER
@@ -530,32 +533,33 @@ class Simulation:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
             # PSs, slowdown), prod_s += productive: the same products, added in one operation.
-            add = st.per_held[:, run] * held
+            add = rs.per_held * held
             add[1] = productive
             st.held[:, run] += add
             if any_fin:
                 fi = run[fin]
-                early = dt - fin_rel[fin]
-                st.finish[fi] = st.time_s + fin_rel[fin]
+                fl = fi.tolist()  # as Python ints, which index lists and dicts faster
+                fr = fin_rel[fin]
+                early = dt - fr
+                st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
                 acc.job_seconds -= float(early.sum())
                 st.done[fi] = True
                 st.is_active[fi] = False
-                gone = [st.running.pop(int(i)) for i in fi]
+                gone = [st.running.pop(i) for i in fl]
                 if self._whole_loads and fi.size <= 2:  # more at once: one vectorised pass is cheaper
-                    for i, p in zip(fi.tolist(), gone):
+                    for i, p in zip(fl, gone):
                         self._release(st, i, p)
                 else:
                     dg, dc, dm = loads(self.topo, gone, fi, self.res)
                     st.gpu_tasks -= dg
                     st.cores_used -= dc
                     st.mem_used -= dm
-                for i in fi:
+                for i in fl:
                     st.placements[i] = None
                     acc.completions.append(self.jobs[i].job_id)
+                    st.active.remove(i)  # in place, keeping the order (a job or two finish at a time)
                 st.n_workers[fi] = st.n_ps[fi] = 0
-                gone_i = set(fi.tolist())
-                st.active = [i for i in st.active if i not in gone_i]
                 st.act_idx = st.run_set = None
                 st.n_finished += int(fi.size)
                 st.dirty = True
