@@ -3,7 +3,7 @@ masked actions (one process, one core), and the wall time of one whole
 random-policy episode (reset included). Targets: >= 5,000 steps/s, an
 episode under 10 s.
 
-    .venv/bin/python benchmarks/env_speed.py [--env hrlsched/Allocation-v0] [--seed 0] [--breakdown]
+    .venv/bin/python benchmarks/env_speed.py [--env hrlsched/Allocation-v0] [--seed 0] [--breakdown] [--episodes 10]
 
 ``--collect`` runs a full garbage collection after the warm-up: the first
 full collection after the imports (some 20 ms over the whole heap, about
@@ -86,6 +86,10 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--collect", action="store_true", help="a full garbage collection after the warm-up episode")
     ap.add_argument("--breakdown", action="store_true", help="time the parts of the measured episode, call by call")
+    ap.add_argument("--episodes", type=int, default=1,
+                    help="also measure this many more episodes after the first (action seeds seed+1, ...) and "
+                         "print their steps over their CPU seconds: a sustained run, where a full garbage "
+                         "collection falls in one episode of several")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -116,6 +120,12 @@ def main() -> None:
               f"return {info['return']:.1f}, idle rescues {info['idle_rescues']}; CPU time: "
               f"{steps / info['cpu_stepping']:,.0f} steps/cpu-s, episode {info['cpu']:.2f} cpu-s, "
               f"load average {os.getloadavg()[0]:.1f}")
+        if args.episodes > 1:
+            runs = [episode(env, args.seed + i) for i in range(1, args.episodes)]
+            n = steps + sum(r[0] for r in runs)
+            cpu = info["cpu_stepping"] + sum(r[3]["cpu_stepping"] for r in runs)
+            print(f"{'':26s} {args.episodes} episodes: {n} steps, {n / cpu:,.0f} steps/cpu-s, "
+                  f"load average {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
