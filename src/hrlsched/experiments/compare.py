@@ -133,6 +133,12 @@ def compare(
                     proc.terminate()
                 for proc in procs:
                     proc.join(timeout=5)
+                # Let the pool's manager thread see its dead workers and close its wakeup pipe
+                # before the interpreter exits: else concurrent.futures' exit hook may write to
+                # the pipe as it closes and print an OSError traceback (CPython 3.11).
+                manager = getattr(pool, "_executor_manager_thread", None)
+                if manager is not None:
+                    manager.join(timeout=5)
                 raise
             pool.shutdown()
     except KeyboardInterrupt:
