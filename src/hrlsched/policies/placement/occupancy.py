@@ -127,16 +127,16 @@ class Occupancy:
         for s in topo.gpu_socket[workers].tolist():
             per_sock[s] = per_sock.get(s, 0) + 1
         pref = sorted(per_sock, key=lambda s: (-per_sock[s], s))
-        taken = set(pref)
-        others = np.argsort(-cores[topo.socket_server], kind="stable").tolist()
-        order = pref + [s for s in others if s not in taken]
         server_of = topo.socket_server.tolist()
         cores_l, mem_l = cores.tolist(), mem.tolist()  # Python floats: the same arithmetic, faster one by one
         need_c, need_m = prof.ps_cores - 1e-9, prof.ps_mem_gb - 1e-9
         out: list[int] = []
-        while len(out) < n_ps:
+
+        def one_pass(sockets: list[int]) -> bool:
+            """A PS on each socket of ``sockets`` with room, in turn, until all
+            are placed; whether any was."""
             placed = False
-            for s in order:
+            for s in sockets:
                 srv = server_of[s]
                 if cores_l[srv] >= need_c and mem_l[srv] >= need_m:
                     out.append(s)
@@ -145,6 +145,16 @@ class Occupancy:
                     placed = True
                     if len(out) == n_ps:
                         break
-            if not placed:
-                return None
-        return tuple(out)
+            return placed
+
+        # The first pass over the workers' sockets; the other sockets are ordered only when
+        # it goes on past them (most PS jobs' PSs fit on their workers' sockets).
+        placed = one_pass(pref)
+        if len(out) < n_ps:
+            taken = set(pref)
+            rest = [s for s in np.argsort(-cores[topo.socket_server], kind="stable").tolist() if s not in taken]
+            placed = one_pass(rest) or placed
+            order = pref + rest
+            while placed and len(out) < n_ps:
+                placed = one_pass(order)
+        return tuple(out) if len(out) == n_ps else None
