@@ -494,14 +494,11 @@ def test_jobs_of_one_model_share_slot_speeds_unless_the_predictor_is_per_job(noi
         assert abs(ratio - 1.0) > 1e-6  # the factors differ: a shared key would have been wrong
 
 
-def test_narrowed_gpu_mask_is_the_recomputed_one() -> None:
-    """``PartialPlacement.narrow_gpu_mask`` (the mask after one more worker,
-    from the last one) is ``gpu_mask()`` recomputed, also where a server runs
-    out of cores or memory before its GPUs."""
+def crowded_view() -> tuple[ClusterView, dict]:
+    """A view of 10 waiting jobs on 4 servers short of cores and memory (a
+    server runs out of room before its GPUs), and the jobs' model profiles."""
     from hrlsched.config import resolve_run_config
     from hrlsched.core.catalogue import get_profile
-    from hrlsched.envs.board import Board
-    from hrlsched.envs.masks import PartialPlacement
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.simulation import Simulation
 
@@ -512,7 +509,17 @@ def test_narrowed_gpu_mask_is_the_recomputed_one() -> None:
     view = sim.reset(0)
     while len(view.jobs) < 10:
         view = sim.step(Decision(placements={})).view
-    profiles = {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+    return view, {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+
+
+def test_narrowed_gpu_mask_is_the_recomputed_one() -> None:
+    """``PartialPlacement.narrow_gpu_mask`` (the mask after one more worker,
+    from the last one) is ``gpu_mask()`` recomputed, also where a server runs
+    out of cores or memory before its GPUs."""
+    from hrlsched.envs.board import Board
+    from hrlsched.envs.masks import PartialPlacement
+
+    view, profiles = crowded_view()
     rng = np.random.default_rng(5)
     narrowed_to_server = 0
     for job in view.jobs:
@@ -533,22 +540,11 @@ def test_sure_one_is_sure_on_one_pair() -> None:
     """``HeuristicFeasibility.sure_one`` (Python numbers) answers as ``sure``
     on one-entry arrays, for placements that fill and one that does not,
     on boards as commitments fill them up."""
-    from hrlsched.config import resolve_run_config
-    from hrlsched.core.catalogue import get_profile
     from hrlsched.envs.board import Board
     from hrlsched.envs.masks import HeuristicFeasibility
     from hrlsched.policies.registry import PLACEMENTS
-    from hrlsched.scenario import build_scenario
-    from hrlsched.sim.simulation import Simulation
 
-    built = build_scenario(resolve_run_config("default", None, 0, [
-        "workload.jobs=40", "workload.duration_h=0.01", "cluster.server_groups.0.count=4",
-        "cluster.server_groups.0.cores_per_socket=3", "cluster.server_groups.0.memory_gb=40"]).scenario, 0)
-    sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
-    view = sim.reset(0)
-    while len(view.jobs) < 10:
-        view = sim.step(Decision(placements={})).view
-    profiles = {j.model: get_profile(j.model, view.catalogue) for j in view.jobs}
+    view, profiles = crowded_view()
     # pack, balance, tiresias fill (PS room rules); optimus, topology do not
     feas = [HeuristicFeasibility(PLACEMENTS[name].factory()) for name in ("pack", "balance", "tiresias", "optimus", "topology")]
     assert [f.fill for f in feas] == [True, True, True, False, False]
