@@ -148,7 +148,7 @@ def test_placement_index_crosses_the_links_of_crossed_links() -> None:
             w = int(rng.choice([1, 2, 3, 4, 8, 16]))
             g = rng.choice(topo.n_gpus, w, replace=False) if rng.random() < 0.5 else np.arange(w) + 8 * rng.integers(4)
             pl = Placement.of(g, rng.integers(topo.n_sockets, size=int(rng.integers(0, 4))))
-            got = index.get(pl)[7]
+            got = index.get(pl).links
             assert sorted(got.tolist()) == sorted(set(crossed_links(topo, off, pl).tolist()))
 
 
@@ -203,6 +203,7 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
     from hrlsched.config import resolve_run_config
     from hrlsched.core.catalogue import get_profile
     from hrlsched.envs.board import MARGIN, Board
+    from hrlsched.policies.placement.occupancy import Occupancy
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.simulation import Simulation
 
@@ -233,10 +234,15 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
             pl = Placement.of(rng.choice(topo.n_gpus, w, replace=False), rng.integers(topo.n_sockets, size=w // 2))
             board.commit(job, pl)
             held.append((job, pl))
+        plain = Occupancy(view, 2)  # the arrays' formulas, on the same room
+        plain.gpu_free, plain.cores_free, plain.mem_free = occ.gpu_free.copy(), occ.cores_free.copy(), occ.mem_free.copy()
         for probe in view.jobs[:8]:
             room = occ.room(probe)
-            cap = occ.worker_capacity(probe)
-            assert room.cap == cap.tolist() and room.total == int(cap.sum())
+            cap = plain.worker_capacity(probe)
+            assert room.cap == cap.tolist() and room.total == int(cap.sum()) == occ.worker_total(probe)
+            for n in (1, 2, 3, 5, 8):  # pack's best-fit server, also with PSs reserved
+                for r in (0, 1, 2):
+                    assert occ.fullest_fit(probe, n, r) == plain.fullest_fit(probe, n, r)
             assert room.hist == np.bincount(cap, minlength=len(room.hist)).tolist()
             p = profiles[probe.model]
             k = np.minimum(np.floor((occ.cores_free - MARGIN) / p.ps_cores), np.floor((occ.mem_free - MARGIN) / p.ps_mem_gb))

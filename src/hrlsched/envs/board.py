@@ -120,6 +120,45 @@ class _Occupancy(Occupancy):
             cap.flags.writeable = False
         return cap
 
+    def worker_total(self, job: Job) -> int:
+        if self._index is None:
+            return super().worker_total(job)
+        return self.room(job).total
+
+    def fullest_fit(self, job: Job, n_workers: int, reserve_ps: int = 0) -> int:
+        """``Occupancy.fullest_fit`` from the model's ``ModelRoom``: the
+        servers of the least capacity that fits come first in the histogram,
+        and in index order by ``list.index``; the PS reserve is checked
+        server by server (the array formula on one element) for the first few
+        candidates, the arrays are used beyond them."""
+        if self._index is None:
+            return super().fullest_fit(job, n_workers, reserve_ps)
+        room = self.room(job)
+        hist, cap = room.hist, room.cap
+        sizes = [c for c in range(max(n_workers, 0), len(hist)) if hist[c]]
+        if not sizes:
+            return -1
+        if not reserve_ps:
+            return cap.index(sizes[0])
+        prof = room.prof
+        fg, cores, mem = self._free_gpus, self.cores_free, self.mem_free
+        assert fg is not None  # counted by ``ModelRoom``, kept by ``_apply``
+        rc, rm = reserve_ps * prof.ps_cores, reserve_ps * prof.ps_mem_gb
+        wdiv, mdiv = room._wdiv, room._mdiv
+        floor = math.floor
+        checks = 0
+        for c in sizes:
+            s = -1
+            for _ in range(hist[c]):
+                s = cap.index(c, s + 1)
+                checks += 1
+                if checks > 16:  # a long search: the arrays' answer
+                    return super().fullest_fit(job, n_workers, reserve_ps)
+                k = max(min(fg.item(s), floor(min((cores.item(s) - rc) / wdiv, (mem.item(s) - rm) / mdiv) + 1e-9)), 0)
+                if k >= n_workers:
+                    return s
+        return cap.index(sizes[0])
+
     def free_count(self) -> int:
         """GPUs with a free slot (kept up to date by ``commit`` and ``release``)."""
         if self._n_free is None:
@@ -140,7 +179,7 @@ class _Occupancy(Occupancy):
         prof = self._profiles[job.model]
         self._capacity.clear()
         free, fg, srv_of = self.gpu_free, self._free_gpus, self._gpu_server
-        for g, c in x[8]:
+        for g, c in x.per_gpu:
             before = int(free[g])
             after = before + sign * c
             free[g] = after
@@ -151,9 +190,9 @@ class _Occupancy(Occupancy):
                     self._n_free += 1 if after > 0 else -1
         cores, mem = self.cores_free, self.mem_free
         wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
-        ps = x[6].size > 0
+        ps = x.ps.size > 0
         log = self._log
-        for v, w, p in x[9]:  # one subtraction (addition) per task, workers first, as ``np.subtract.at``
+        for v, w, p in x.per_server:  # one subtraction (addition) per task, workers first, as ``np.subtract.at``
             log.append(v)
             c, m = float(cores[v]), float(mem[v])
             if sign < 0:
@@ -270,6 +309,19 @@ class ModelRoom:
         self.total, self.ps_total = total, ps_total
 
 
+class Indexed:
+    """What the board reads of one placement: its GPUs and PS sockets (index
+    arrays), the links it crosses (``crossed_links``' set, sorted), its
+    (GPU, workers) pairs and its (server, workers, PSs) triples (lists, in
+    server order)."""
+
+    __slots__ = ("gpus", "ps", "links", "per_gpu", "per_server")
+
+    def __init__(self, gpus: np.ndarray, ps: np.ndarray, links: np.ndarray, per_gpu: list[tuple[int, int]],
+                 per_server: list[tuple[int, int, int]]) -> None:
+        self.gpus, self.ps, self.links, self.per_gpu, self.per_server = gpus, ps, links, per_gpu, per_server
+
+
 class PlacementIndex:
     """What the board needs of a placement, computed once per placement
     (an episode sees the same placements again and again): its GPUs and
@@ -285,17 +337,15 @@ class PlacementIndex:
         self._sock_server = topo.socket_server.tolist()
         self._rack = topo.server_rack.tolist()
         self._nvlink = (np.broadcast_to(topo.nvlink_gbps, (topo.n_servers,)) > 0).tolist()
-        self._cache: dict[Placement, tuple] = {}
-        self._by_id: dict[int, tuple[Placement, tuple]] = {}
+        self._cache: dict[Placement, Indexed] = {}
+        self._by_id: dict[int, tuple[Placement, Indexed]] = {}
 
     def clear(self) -> None:
         self._cache.clear()
         self._by_id.clear()
 
-    def get(self, pl: Placement) -> tuple:
-        """(GPUs, distinct GPUs, workers per distinct GPU, servers used,
-        workers per such server, PSs per such server, PS sockets, links crossed;
-        as Python lists: (GPU, workers) pairs, (server, workers, PSs) triples)."""
+    def get(self, pl: Placement) -> Indexed:
+        """The placement's ``Indexed`` entry (made once)."""
         e = self._by_id.get(id(pl))  # the same object again (the view's placements): no hashing
         if e is not None and e[0] is pl:
             return e[1]
@@ -309,9 +359,9 @@ class PlacementIndex:
 
     def spanned(self, pl: Placement) -> int:
         """Servers holding workers of ``pl``."""
-        return sum(1 for _, w, _ in self.get(pl)[9] if w)
+        return sum(1 for _, w, _ in self.get(pl).per_server if w)
 
-    def _make(self, pl: Placement) -> tuple:
+    def _make(self, pl: Placement) -> Indexed:
         gpus, socks = pl.gpus, pl.ps_sockets
         per_gpu: dict[int, int] = {}
         per_srv_w: dict[int, int] = {}
@@ -323,15 +373,10 @@ class PlacementIndex:
         for x in socks:
             v = self._sock_server[x]
             per_srv_p[v] = per_srv_p.get(v, 0) + 1
-        srv = sorted(per_srv_w.keys() | per_srv_p.keys())
-        return (
-            np.array(gpus, dtype=np.int64), np.array(list(per_gpu), dtype=np.int64),
-            np.array(list(per_gpu.values()), dtype=np.int64), np.array(srv, dtype=np.int64),
-            np.array([per_srv_w.get(v, 0) for v in srv], dtype=np.int64),
-            np.array([per_srv_p.get(v, 0) for v in srv], dtype=np.int64),
-            np.array(socks, dtype=np.int64), self._links(gpus, socks, per_gpu, per_srv_w),
-            list(per_gpu.items()), [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv],
-        )
+        srv = sorted(per_srv_w.keys() | per_srv_p.keys()) if per_srv_p else sorted(per_srv_w)
+        return Indexed(np.array(gpus, dtype=np.int64), np.array(socks, dtype=np.int64),
+                       self._links(gpus, socks, per_gpu, per_srv_w), list(per_gpu.items()),
+                       [(v, per_srv_w.get(v, 0), per_srv_p.get(v, 0)) for v in srv])
 
     def _links(self, gpus: tuple[int, ...], ps: tuple[int, ...], per_gpu: dict[int, int],
                workers_on: dict[int, int]) -> np.ndarray:
@@ -378,13 +423,13 @@ class Board:
         x = self.index.get(pl)
         self.occ.commit(job, pl)
         gw = self.gpu_workers
-        for g, c in x[8]:
+        for g, c in x.per_gpu:
             gw[g] += c
-        if x[6].size:
+        if x.ps.size:
             sp = self.socket_ps
             for s in pl.ps_sockets:
                 sp[s] += 1
-        self.link_jobs[x[7]] += 1
+        self.link_jobs[x.links] += 1
         self.version += 1
 
     def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:
@@ -395,15 +440,15 @@ class Board:
             return True
         occ, topo = self.occ, self.topo
         idx = [self.index.get(pl) for pl in pls]
-        g = np.concatenate([x[0] for x in idx])
-        s = np.concatenate([x[6] for x in idx])
+        g = np.concatenate([x.gpus for x in idx])
+        s = np.concatenate([x.ps for x in idx])
         tasks = np.bincount(g, minlength=topo.n_gpus)
         if np.any(tasks > occ.gpu_free):
             return False
         profiles = self.profiles
         res = np.array([self._res(profiles[j.model]) for j in jobs])  # per job: worker cores, memory, PS cores, memory
-        wl = np.array([x[0].size for x in idx])
-        pl_ = np.array([x[6].size for x in idx])
+        wl = np.array([x.gpus.size for x in idx])
+        pl_ = np.array([x.ps.size for x in idx])
         gs, ss = topo.gpu_server[g], topo.socket_server[s]
         V = topo.n_servers
         wr, pr = np.repeat(res[:, :2], wl, axis=0), np.repeat(res[:, 2:], pl_, axis=0)
@@ -417,7 +462,7 @@ class Board:
         occ.forget()
         self.gpu_workers += tasks
         self.socket_ps += np.bincount(s, minlength=topo.n_sockets)
-        self.link_jobs += np.bincount(np.concatenate([x[7] for x in idx]), minlength=self.link_jobs.size)
+        self.link_jobs += np.bincount(np.concatenate([x.links for x in idx]), minlength=self.link_jobs.size)
         self.version += 1
         return True
 
@@ -443,14 +488,14 @@ class Board:
         x = self.index.get(pl)
         occ = self.occ
         free = occ.gpu_free
-        for g, c in x[8]:
+        for g, c in x.per_gpu:
             if free[g] < c:
                 return False
         prof = self.profiles[job.model]
         wc, wm, pc, pm = prof.worker_cores, prof.worker_mem_gb, prof.ps_cores, prof.ps_mem_gb
         cores, mem = occ.cores_free, occ.mem_free
-        ps = x[6].size > 0
-        for v, w, p in x[9]:
+        ps = x.ps.size > 0
+        for v, w, p in x.per_server:
             c, m = w * wc, w * wm
             if ps:
                 c, m = c + p * pc, m + p * pm

@@ -1070,7 +1070,7 @@ class DecisionPoint:
                 if c > KEEP:
                     pl = self.feas.place(view, self.board, self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
                     assert pl is not None
-                    spanned[i] = min(np.count_nonzero(self._index.get(pl)[4]) / 4.0, F.BIG)
+                    spanned[i] = min(self._index.spanned(pl) / 4.0, F.BIG)
         else:
             e = self._spanned.get((id(servers), self._vk))
             if e is None or e[0] is not servers:  # holds the array: its id is not reused while here

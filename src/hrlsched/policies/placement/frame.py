@@ -48,13 +48,18 @@ class IncrementalPlacement(PlacementPolicy):
 def gpus_in_server(occ: Occupancy, server: int, n: int) -> np.ndarray:
     """Free GPUs of a server, filling the fullest-free PCIe switch (and its
     socket) first so that a job shares as few switches and sockets as it can."""
+    return np.array(gpus_in_server_list(occ, server, n), dtype=np.int64)
+
+
+def gpus_in_server_list(occ: Occupancy, server: int, n: int) -> list[int]:
+    """``gpus_in_server`` as a list of ints (empty when the server has fewer than ``n`` free GPUs)."""
     topo = occ.topo
     lo = int(topo.server_first_gpu[server])
     hi = lo + int(topo.server_gpus[server])
     # A server has a handful of GPUs: Python lists beat numpy calls here.
     g = [lo + i for i, f in enumerate(occ.gpu_free[lo:hi].tolist()) if f > 0]
     if len(g) < n:
-        return np.zeros(0, dtype=np.int64)
+        return []
     sw_of = topo.gpu_switch[lo:hi].tolist()
     sock_of = topo.gpu_socket[lo:hi].tolist()
     sw_free: dict[int, int] = {}
@@ -68,4 +73,4 @@ def gpus_in_server(occ: Occupancy, server: int, n: int) -> np.ndarray:
         so, sw = sock_free[sock_of[x - lo]], sw_free[sw_of[x - lo]]
         return (so if so >= n else 1 << 20, -so, sw if sw >= n else 1 << 20, -sw, x)
 
-    return np.array(sorted(g, key=key)[:n], dtype=np.int64)
+    return sorted(g, key=key)[:n]

@@ -22,6 +22,7 @@ class Occupancy:
         self.mem_free = topo.server_mem_gb.astype(float).copy()
         self._capacity: dict[tuple[str, int], np.ndarray] = {}  # worker_capacity until the next commit
         self._free_gpus: np.ndarray | None = None
+        self._lists: tuple[list[int], list[int]] | None = None  # the topology's socket of each GPU, server of each socket
 
     def profile(self, job: Job) -> ModelProfile:
         return self.view.perf.profile(job)
@@ -113,22 +114,51 @@ class Occupancy:
         mem = (self.mem_free - reserve_ps * prof.ps_mem_gb) / max(prof.worker_mem_gb, 1e-9)
         return np.maximum(np.minimum(gpus, np.floor(np.minimum(cores, mem) + 1e-9)), 0).astype(np.int64)
 
-    def ps_sockets_for(self, job: Job, n_ps: int, servers: np.ndarray, workers: np.ndarray) -> tuple[int, ...] | None:
+    def worker_total(self, job: Job) -> int:
+        """Workers of ``job`` the whole cluster can still take (``worker_capacity``'s sum)."""
+        return int(self.worker_capacity(job).sum())
+
+    def fullest_fit(self, job: Job, n_workers: int, reserve_ps: int = 0) -> int:
+        """The server that can take ``n_workers`` workers of ``job`` and has the
+        least room for them (best fit), among those that can also leave room
+        for ``reserve_ps`` PSs when any can; the lowest index among ties; -1
+        when no single server can take them."""
+        cap = self.worker_capacity(job)
+        fit = np.flatnonzero(cap >= n_workers)
+        if not fit.size:
+            return -1
+        if reserve_ps:
+            better = fit[self.worker_capacity(job, reserve_ps=reserve_ps)[fit] >= n_workers]
+            if better.size:
+                fit = better
+        return int(fit[np.argmin(cap[fit])])
+
+    def ps_sockets_for(self, job: Job, n_ps: int, servers: object, workers: object) -> tuple[int, ...] | None:
         """PS sockets: round-robin over the sockets of the workers' servers that
-        have room, then over any socket with room (least-loaded server first)."""
+        have room, then over any socket with room (least-loaded server first).
+        (``workers``: the workers' GPUs, an index array or a list; ``servers`` is not read.)"""
         if n_ps == 0:
             return ()
         topo, prof = self.topo, self.profile(job)
-        srv_w = np.bincount(topo.gpu_server[workers], minlength=topo.n_servers)
-        cores = self.cores_free - srv_w * prof.worker_cores
-        mem = self.mem_free - srv_w * prof.worker_mem_gb
-        # Sockets of the workers first (in order of how many workers they host; ties: lowest first).
+        wl = workers.tolist() if isinstance(workers, np.ndarray) else list(workers)  # type: ignore[attr-defined]
+        # A job has a handful of workers: Python over them, and the room of their servers only.
+        if self._lists is None:
+            self._lists = (topo.gpu_socket.tolist(), topo.socket_server.tolist())
+        gpu_socket, socket_server = self._lists
         per_sock: dict[int, int] = {}
-        for s in topo.gpu_socket[workers].tolist():
+        srv_w: dict[int, int] = {}
+        for g in wl:
+            s = gpu_socket[g]
             per_sock[s] = per_sock.get(s, 0) + 1
+        for s, c in per_sock.items():
+            v = socket_server[s]
+            srv_w[v] = srv_w.get(v, 0) + c
+        # Sockets of the workers first (in order of how many workers they host; ties: lowest first).
         pref = sorted(per_sock, key=lambda s: (-per_sock[s], s))
-        server_of = topo.socket_server.tolist()
-        cores_l, mem_l = cores.tolist(), mem.tolist()  # Python floats: the same arithmetic, faster one by one
+        wc, wm = prof.worker_cores, prof.worker_mem_gb
+        cores_f, mem_f = self.cores_free, self.mem_free
+        # room left per server once the workers are in (the same float operations as on the arrays)
+        left = {v: [cores_f.item(v) - w * wc, mem_f.item(v) - w * wm] for v, w in srv_w.items()}
         need_c, need_m = prof.ps_cores - 1e-9, prof.ps_mem_gb - 1e-9
         out: list[int] = []
 
@@ -137,11 +167,14 @@ class Occupancy:
             are placed; whether any was."""
             placed = False
             for s in sockets:
-                srv = server_of[s]
-                if cores_l[srv] >= need_c and mem_l[srv] >= need_m:
+                srv = socket_server[s]
+                r = left.get(srv)
+                if r is None:
+                    r = left[srv] = [cores_f.item(srv), mem_f.item(srv)]
+                if r[0] >= need_c and r[1] >= need_m:
                     out.append(s)
-                    cores_l[srv] -= prof.ps_cores
-                    mem_l[srv] -= prof.ps_mem_gb
+                    r[0] -= prof.ps_cores
+                    r[1] -= prof.ps_mem_gb
                     placed = True
                     if len(out) == n_ps:
                         break
@@ -151,6 +184,10 @@ class Occupancy:
         # it goes on past them (most PS jobs' PSs fit on their workers' sockets).
         placed = one_pass(pref)
         if len(out) < n_ps:
+            w_srv = np.zeros(topo.n_servers)
+            for v, w in srv_w.items():
+                w_srv[v] = w
+            cores = cores_f - w_srv * wc  # the room before this job's PSs, as the order reads it
             taken = set(pref)
             rest = [s for s in np.argsort(-cores[topo.socket_server], kind="stable").tolist() if s not in taken]
             placed = one_pass(rest) or placed

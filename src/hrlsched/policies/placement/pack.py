@@ -9,7 +9,7 @@ import numpy as np
 from hrlsched.contract import ClusterView
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
-from hrlsched.policies.placement.frame import IncrementalPlacement, gpus_in_server
+from hrlsched.policies.placement.frame import IncrementalPlacement, gpus_in_server_list
 from hrlsched.policies.placement.occupancy import Occupancy
 
 
@@ -18,28 +18,23 @@ class PackPlacement(IncrementalPlacement):
     name = "pack"
 
     def place_job(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> Placement | None:
-        cap = occ.worker_capacity(job)
-        if cap.sum() < n_workers:
+        if occ.worker_total(job) < n_workers:
             return None
-        fit = np.flatnonzero(cap >= n_workers)
-        if fit.size:
-            # Best fit, and leave room for the job's PS on the same server when we can.
-            ps_room = occ.worker_capacity(job, reserve_ps=n_ps)
-            better = fit[ps_room[fit] >= n_workers]
-            cand = better if better.size else fit
-            servers = [int(cand[np.argmin(cap[cand])])]
-            counts = [n_workers]
+        # Best fit, and leave room for the job's PS on the same server when we can.
+        s = occ.fullest_fit(job, n_workers, n_ps)
+        if s >= 0:
+            gpus = gpus_in_server_list(occ, s, n_workers)
         else:
+            cap = occ.worker_capacity(job)
             order = np.argsort(-cap, kind="stable")
             take = np.cumsum(cap[order])
             k = int(np.searchsorted(take, n_workers)) + 1
-            servers = [int(s) for s in order[:k]]
             counts = [int(c) for c in cap[order[:k]]]
             counts[-1] -= int(take[k - 1] - n_workers)
-        gpus = np.concatenate([gpus_in_server(occ, s, c) for s, c in zip(servers, counts)])
-        if gpus.size < n_workers:
+            gpus = [g for v, c in zip(order[:k].tolist(), counts) for g in gpus_in_server_list(occ, v, c)]
+        if len(gpus) < n_workers:
             return None
-        ps = occ.ps_sockets_for(job, n_ps, np.asarray(servers), gpus)
+        ps = occ.ps_sockets_for(job, n_ps, (), gpus)
         if ps is None:
             return None
-        return Placement.of(gpus, ps)
+        return Placement(tuple(gpus), ps)
