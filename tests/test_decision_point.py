@@ -568,3 +568,17 @@ def test_sure_one_is_sure_on_one_pair() -> None:
         if pl is not None:
             board.commit(job, pl)
     assert len(seen) == 3  # surely placed, to ask and neither all occur
+
+
+def test_fewest_servers_is_the_search_on_cumulative_capacities() -> None:
+    """``masks._fewest_servers`` (a walk over the room's histogram) gives what
+    a ``searchsorted`` on the roomiest-first cumulative capacities gives."""
+    from hrlsched.envs.masks import _fewest_servers
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        hist = rng.integers(0, 5, size=int(rng.integers(1, 10))).tolist()
+        counts = sorted(set(rng.integers(-1, 3 + 2 * sum(hist) * len(hist), size=12).tolist()))
+        caps = np.repeat(np.arange(len(hist))[::-1], hist[::-1])
+        want = np.searchsorted(np.cumsum(caps), counts) + 1
+        assert _fewest_servers(hist, counts) == want.tolist()

@@ -147,7 +147,7 @@ class HeuristicFeasibility:
         self.random = type(policy) is RandomPlacement
         self._cache: dict[tuple, object] = {}
         self._room: dict[str, int] = {}
-        self._tops: dict[tuple[int, ...], np.ndarray] = {}  # ``servers``' cumulative capacities, per histogram
+        self._distinct: dict[bytes, tuple[list[int], np.ndarray]] = {}  # ``servers``' worker counts, distinct
         self._spans: dict[tuple, np.ndarray] = {}  # ``servers``' answers, per (histogram, worker counts)
         self._version = -1
         self._board: Board | None = None
@@ -215,22 +215,21 @@ class HeuristicFeasibility:
         servers, the expected number for random GPUs; None when unknown
         (ask ``place``)."""
         if self.fewest:
-            # workers the k roomiest servers hold, k = 1, 2, ...: a function of how many
-            # servers hold each count, which few commitments change
-            # (the answer is kept per histogram and worker counts: the same array again, read-only)
-            hist = tuple(board.occ.room(job).hist)
-            key = (hist, workers.tobytes())
+            # The k roomiest servers, k = 1, 2, ...: a function of how many servers hold each
+            # count (the room's histogram), which few commitments change. The answer is kept
+            # per histogram and worker counts (the same array again, read-only).
+            hist = board.occ.room(job).hist
+            wkey = workers.tobytes()
+            key = (tuple(hist), wkey)
             out = self._spans.get(key)
             if out is None:
-                top = self._tops.get(hist)
-                if top is None:
-                    if len(self._tops) > 4096:
-                        self._tops.clear()
-                    c = np.arange(len(hist))[::-1]
-                    top = self._tops[hist] = np.cumsum(np.repeat(c, np.array(hist[::-1], dtype=np.int64)))
+                d = self._distinct.get(wkey)
+                if d is None:  # the distinct worker counts (ascending) and where each entry's is
+                    uw, inv = np.unique(workers, return_inverse=True)
+                    d = self._distinct[wkey] = (uw.tolist(), inv)
                 if len(self._spans) > 4096:
                     self._spans.clear()
-                out = self._spans[key] = np.searchsorted(top, workers) + 1  # type: ignore[arg-type]
+                out = self._spans[key] = np.array(_fewest_servers(hist, d[0]), dtype=np.int64)[d[1]]
                 out.flags.writeable = False
             return out
         if self.random:
@@ -266,6 +265,30 @@ class HeuristicFeasibility:
                 pl = None
         self._cache[key] = pl
         return pl
+
+
+def _fewest_servers(hist: list[int], counts: list[int]) -> list[int]:
+    """For each worker count of ``counts`` (ascending), how many servers hold
+    it, the roomiest first, where ``hist[c]`` servers can take c workers:
+    the first k whose capacities sum to the count at least (1 for a count of
+    0 or less; one more than the servers when they cannot hold it), as a
+    ``searchsorted`` on the cumulative capacities, walked run by run."""
+    out: list[int] = []
+    acc = used = 0  # capacity and servers taken so far
+    c = len(hist) - 1  # the capacity of the run being taken
+    left = hist[c] if c > 0 else 0  # its servers not taken yet
+    for w in counts:
+        while acc < w and c > 0:
+            if left == 0:
+                c -= 1
+                left = hist[c] if c > 0 else 0
+                continue
+            n = min(left, -(-(w - acc) // c))
+            acc += n * c
+            used += n
+            left -= n
+        out.append(max(used, 1) if acc >= w else sum(hist) + 1)
+    return out
 
 
 _LOG_FACT: list[np.ndarray] = [np.zeros(1)]
