@@ -582,3 +582,43 @@ def test_fewest_servers_is_the_search_on_cumulative_capacities() -> None:
         caps = np.repeat(np.arange(len(hist))[::-1], hist[::-1])
         want = np.searchsorted(np.cumsum(caps), counts) + 1
         assert _fewest_servers(hist, counts) == want.tolist()
+
+
+def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
+    """``DecisionPoint._price_menus`` prices each new (model, batch size)'s
+    whole menu at the start of a point; the speeds and the decisions are
+    those of pricing each slot when a choice first asks for it."""
+    from hrlsched.sim.simulation import Simulation
+
+    b = WorkloadPool("default", [4], [*SMALL], transform=open_choices).built(4)
+    runs = []
+    for up_front in (True, False):
+        dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
+        if not up_front:
+            dp._price_menus = lambda view: None  # type: ignore[method-assign]
+        sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+        view = sim.reset(4)
+        dp.reset(np.random.default_rng(4))
+        rng = np.random.default_rng(4)
+        decisions = []
+        for _ in range(6):
+            if view is None:
+                break
+            more = dp.begin(view)
+            if not decisions:  # what the first point priced before any choice
+                first = sum(int(np.count_nonzero(~np.isnan(v[2:]))) for v in dp._slot_speed.values())
+            while more:  # as an agent: each choice's observation, then a random valid action
+                obs = dp.observation()
+                valid = np.flatnonzero(obs["action_mask"])
+                more = dp.act(int(valid[rng.integers(valid.size)]))
+            d = dp.decision()
+            decisions.append((d.placements, d.arch, d.mode))
+            view = sim.step(d).view
+        runs.append((decisions, {k: v.copy() for k, v in dp._slot_speed.items()}, first))
+    (d1, up, first_up), (d2, lazy, first_lazy) = runs
+    assert d1 == d2
+    assert first_up > 0 and first_lazy == 0  # up front: priced at ``begin``, before any choice asked
+    assert up.keys() == lazy.keys()
+    for key, v in lazy.items():
+        asked = ~np.isnan(v)
+        np.testing.assert_array_equal(up[key][asked], v[asked])

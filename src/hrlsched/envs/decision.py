@@ -278,17 +278,20 @@ class DecisionPoint:
     def begin(self, view: ClusterView) -> bool:
         """Set up a decision point on ``view``; True if the agent has a choice
         (False: the point is already decided, ``decision()`` is ready)."""
-        hints = None
-        if self.window != "arrival" and self.hint_policy is not None:  # the hint first, to order the jobs by it
-            hints = self.hint_policy.allocate(view)
-            view = view.permuted(self._window_order(view, hints))
-        self.view = view
         profiles, bases = self.profiles, self.base_jobs
         for job in view.jobs:
             if job.job_id not in bases:
                 bases[job.job_id] = job
                 if job.model not in profiles:
                     profiles[job.model] = get_profile(job.model, view.catalogue)
+        self.view = view  # (read by the pricing; permuted below when the hint orders the jobs)
+        if self.agent_allocates:
+            self._price_menus(view)
+        hints = None
+        if self.window != "arrival" and self.hint_policy is not None:  # the hint first, to order the jobs by it
+            hints = self.hint_policy.allocate(view)
+            view = view.permuted(self._window_order(view, hints))
+        self.view = view
         self._board = None
         self._kept = None  # kept placements, committed when the board is built
         if self.agent_allocates:
@@ -557,7 +560,9 @@ class DecisionPoint:
     # ------------------------------------------------------------ internals
     def _effective(self, k: int, arch: str | None, mode: str | None) -> Job:
         """Job ``k`` with ``arch``/``mode`` where it leaves them open (made once per episode)."""
-        cur = self.view.jobs[k]  # type: ignore[union-attr]
+        return self._effective_of(self.view.jobs[k], arch, mode)  # type: ignore[union-attr]
+
+    def _effective_of(self, cur: Job, arch: str | None, mode: str | None) -> Job:
         base = self.base_jobs[cur.job_id]
         a = arch if arch is not None and base.arch_open else cur.arch
         m = mode if mode is not None and base.mode_open else cur.mode
@@ -995,6 +1000,43 @@ class DecisionPoint:
         if new:
             vec[new] = self._speeds([(self._slot_job(k, c), int(t.workers[c]), int(t.ps[c]), bs) for c in new])
         return vec
+
+    def _price_menus(self, view: ClusterView) -> None:
+        """Price the whole menu of each (model, batch size) seen for the first
+        time at this point, in one call of the performance model: a
+        vectorised solve costs a fraction per allocation of one solve per
+        call, and the heuristic hint (which asks for these consolidated
+        allocations one by one) then finds most of them priced. Only where
+        jobs of one model share their speeds (``per_model``) and the predictor
+        prices every allocation; elsewhere slots are priced as they are asked
+        for (``_slot_speed_vector``). The same speeds either way."""
+        perf, t = view.perf, self.table
+        if not (perf.per_model and perf.prices_everything):
+            return
+        vectors = self._slot_speed
+        items: list[tuple[Job, int, int, int]] = []
+        where: list[tuple[np.ndarray, int]] = []
+        new: dict[tuple[str, int], set[int]] = {}  # the pairs new here: the slots asked for so far
+        for cur, bs in zip(view.jobs, view.batch_sizes.tolist()):
+            key = (cur.model, bs)
+            asked = new.get(key)
+            if asked is None:
+                if key in vectors:
+                    continue
+                asked = new[key] = set()
+                vec = vectors[key] = np.full(t.size, np.nan)
+                vec[:2] = 0.0  # wait, keep: set apart
+            else:
+                vec = vectors[key]
+            for c in self._slots(cur, self.base_jobs[cur.job_id]).tolist():  # its menu (jobs of a model may differ)
+                if c not in asked:
+                    asked.add(c)
+                    items.append((self._effective_of(cur, ARCHS[t.arch[c]], MODES[t.mode[c]]), int(t.workers[c]),
+                                  int(t.ps[c]), bs))
+                    where.append((vec, c))
+        if items:
+            for (vec, c), v in zip(where, self._speeds(items)):
+                vec[c] = v
 
     def _slot_speeds(self, k: int, valid: np.ndarray) -> np.ndarray:
         """``_slot_speed_vector`` on the ``valid`` slots (bool), 0 elsewhere."""
