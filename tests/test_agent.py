@@ -455,7 +455,7 @@ def test_tune_reads_a_search_table_of_gap_weights_alone(tmp_path: Path) -> None:
     assert tune.label((3.0, 0.0, 0.0)) == "3" and tune.label((3.0, 1.0, 0.0)) == "3/a1/h0"
 
 
-def test_train_curve_draws_the_searches_one_after_another(tmp_path: Path) -> None:
+def test_train_curve_draws_the_searches_one_after_another_and_continues_a_curve(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
     from hrlsched.cli import app
@@ -479,6 +479,27 @@ def test_train_curve_draws_the_searches_one_after_another(tmp_path: Path) -> Non
     assert [(x[0], x[1], x[2]) for x in rows if x[0] == "tune"] == [
         ("tune", "1.00", "2.0000"), ("tune", "3.00", "1.5000"), ("tune", "8.00", "1.2000")]
     assert out.is_file()
+    # a later search continues the curve from its CSV, after its last search
+    c = tmp_path / "c"
+    c.mkdir()
+    (c / "config.yaml").write_text(f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1001]\n")
+    (c / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": "3", "elapsed_s": 60.0,
+                                               "valid_avg_jct_s": {"0": 7200.0, "3": 1.1 * 3600}}))
+    more = tmp_path / "more.png"
+    r = CliRunner().invoke(app, ["train-curve", "--curve", str(out.with_suffix(".csv")), "--out", str(more),
+                                 "--heuristic", "fifo", "--tune", str(c)])
+    assert r.exit_code == 0, r.output
+    again = [line.split(",") for line in more.with_suffix(".csv").read_text().splitlines()[1:]]
+    assert again[:-1] == rows and (again[-1][0], again[-1][1], again[-1][2]) == ("tune", "9.00", "1.1000")
+    # the curve's heuristic line must be the heuristic's on the search's seeds
+    (c / "config.yaml").write_text(f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1002]\n")
+    (c / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": "3", "elapsed_s": 60.0,
+                                               "valid_avg_jct_s": {"0": 7200.0, "3": 1.1 * 3600}}))
+    r = CliRunner().invoke(app, ["train-curve", "--curve", str(out.with_suffix(".csv")), "--out", str(more),
+                                 "--heuristic", "fifo", "--tune", str(c)])
+    assert r.exit_code == 2 and "not the same curve" in r.output
+    r = CliRunner().invoke(app, ["train-curve", "--out", str(more), "--tune", str(c)])
+    assert r.exit_code == 2 and "one of --run" in r.output
     (tmp_path / "b" / "config.yaml").write_text("valid_seeds: [1002]\n")
     r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--tune", str(tmp_path / "b")])
     assert r.exit_code == 2 and "held-back seeds" in r.output

@@ -181,16 +181,23 @@ def _pool(backend: str, workers: int):  # noqa: ANN202
 def register_curve(app: typer.Typer) -> None:
     @app.command("train-curve")
     def train_curve(
-        run: Annotated[Path, typer.Option(help="a training run directory (metrics.csv, config.yaml)")],
         out: Annotated[Path, typer.Option(help="the plot (PNG); a CSV of the curve is written beside it")],
+        run: Annotated[Optional[Path], typer.Option(help="a training run directory (metrics.csv, config.yaml)")] = None,  # noqa: UP045
+        curve: Annotated[Optional[Path], typer.Option(help="instead of --run: an earlier curve's CSV (this command's), "  # noqa: UP045
+                                                      "continued with the --tune searches that followed it")] = None,
         heuristic: Annotated[str, typer.Option(help="the heuristic drawn as a line")] = "optimus+pack",
         tune: Annotated[Optional[list[Path]], typer.Option(help="`hrlsched tune` directories whose searches followed "  # noqa: UP045
-                                                           "this run's first evaluated weights, in the order they "
-                                                           "ran (repeat the option): drawn after them")] = None,
+                                                           "this run's first evaluated weights (or the curve's last "
+                                                           "point), in the order they ran (repeat the option): drawn "
+                                                           "after them")] = None,
     ) -> None:
         """Plot held-back avg JCT against training wall time, with a heuristic's
-        figure on the same seeds as a line; writes PNG and CSV."""
+        figure on the same seeds as a line; writes PNG and CSV. With
+        ``--curve``, an earlier curve goes on with later searches (their
+        wall time added after its last point); its heuristic line must be
+        what the heuristic gives on the searches' held-back seeds."""
         import csv
+        import json
 
         import numpy as np
         import yaml
@@ -201,19 +208,48 @@ def register_curve(app: typer.Typer) -> None:
         from hrlsched.sim.metrics import summary
 
         err = Console(stderr=True, soft_wrap=True)
-        try:
-            cfg = yaml.safe_load((run / "config.yaml").read_text())
-            rows = list(csv.DictReader((run / "metrics.csv").open()))
-        except (OSError, yaml.YAMLError) as e:
-            err.print(f"[red]error:[/red] --run {run}: {e}")
-            raise typer.Exit(2) from None
-        pts = [(float(r["wall_s"]) / 60, float(r["valid_avg_jct_h"])) for r in rows
-               if r.get("valid_avg_jct_h") not in ("", "nan", None)]
-        seeds = cfg["valid_seeds"]
+        if (run is None) == (curve is None):
+            err.print("[red]error:[/red] give one of --run (a training run) and --curve (an earlier curve's CSV)")
+            raise typer.Exit(2)
         tuned: list[tuple[float, float]] = []
-        import json
-
-        t = pts[0][0]
+        ref_before: float | None = None
+        if run is not None:
+            try:
+                cfg = yaml.safe_load((run / "config.yaml").read_text())
+                rows = list(csv.DictReader((run / "metrics.csv").open()))
+            except (OSError, yaml.YAMLError) as e:
+                err.print(f"[red]error:[/red] --run {run}: {e}")
+                raise typer.Exit(2) from None
+            pts = [(float(r["wall_s"]) / 60, float(r["valid_avg_jct_h"])) for r in rows
+                   if r.get("valid_avg_jct_h") not in ("", "nan", None)]
+            seeds, scenario, overrides, title = cfg["valid_seeds"], cfg["scenario"], cfg["overrides"], \
+                f"level {cfg['level']}"
+            name = run.name
+        else:
+            assert curve is not None
+            try:
+                rows = list(csv.DictReader(curve.open()))
+                pts = [(float(r["wall_min"]), float(r["valid_avg_jct_h"])) for r in rows if r["phase"] == "train"]
+                tuned = [(float(r["wall_min"]), float(r["valid_avg_jct_h"])) for r in rows if r["phase"] == "tune"]
+                before = {(r["heuristic"], r["heuristic_avg_jct_h"]) for r in rows}
+            except (OSError, KeyError, ValueError) as e:
+                err.print(f"[red]error:[/red] --curve {curve}: not a train-curve CSV ({e})")
+                raise typer.Exit(2) from None
+            if not pts or len(before) != 1 or next(iter(before))[0] != heuristic or not tune:
+                err.print(f"[red]error:[/red] --curve {curve}: expected a train-curve CSV with training points and "
+                          f"one heuristic line, {heuristic} (--heuristic), and --tune searches to continue it")
+                raise typer.Exit(2)
+            ref_before = float(next(iter(before))[1])
+            try:
+                first = yaml.safe_load((tune[0] / "config.yaml").read_text())
+                seeds, scenario, overrides = first["valid_seeds"], first["scenario"], first.get("overrides", [])
+            except (OSError, KeyError, TypeError, yaml.YAMLError) as e:
+                err.print(f"[red]error:[/red] --tune {tune[0]}: {e}")
+                raise typer.Exit(2) from None
+            title, name = "level 1", f"PPO ({curve.name})"  # (searches tune level-1 checkpoints only)
+        # The searches branch off the run's first evaluated (cloned) weights: their time starts there,
+        # and a continued curve's goes on from its last search.
+        t = tuned[-1][0] if tuned else pts[0][0]
         for d in tune or []:
             try:
                 ts = json.loads((d / "summary.json").read_text())
@@ -229,8 +265,12 @@ def register_curve(app: typer.Typer) -> None:
                 tuned.append((t, v["0"] / 3600))  # where the searches started: the weights as cloned
             t += ts["elapsed_s"] / 60
             tuned.append((t, v[ts.get("chosen", f"{ts['weight']:g}")] / 3600))
-        ref = float(np.mean([summary(simulate(resolve_run_config(cfg["scenario"], heuristic, s, cfg["overrides"])),
-                                     heuristic, cfg["scenario"])["avg_jct_s"] for s in seeds])) / 3600
+        ref = float(np.mean([summary(simulate(resolve_run_config(scenario, heuristic, s, overrides)),
+                                     heuristic, scenario)["avg_jct_s"] for s in seeds])) / 3600
+        if ref_before is not None and abs(ref - ref_before) > 5e-5:
+            err.print(f"[red]error:[/red] --curve {curve}: its {heuristic} line is {ref_before:.4f} h, but {heuristic} "
+                      f"gives {ref:.4f} h on the searches' held-back seeds {seeds} of {scenario}: not the same curve")
+            raise typer.Exit(2)
         lines = ["phase,wall_min,valid_avg_jct_h,heuristic,heuristic_avg_jct_h"]
         lines += [f"train,{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in pts]
         lines += [f"tune,{m:.2f},{j:.4f},{heuristic},{ref:.4f}" for m, j in tuned]
@@ -241,14 +281,16 @@ def register_curve(app: typer.Typer) -> None:
         import matplotlib.pyplot as plt
 
         fig, ax = plt.subplots(figsize=(6, 3.5))
-        ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label=f"hrl (greedy), {run.name}")
+        ax.plot([m for m, _ in pts], [j for _, j in pts], marker="o", label=f"hrl (greedy), {name}")
         if tuned:
-            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s", label="searches: " + ", ".join(d.name for d in tune or []))
+            names = ", ".join(d.name for d in tune or [])
+            ax.plot([m for m, _ in tuned], [j for _, j in tuned], marker="s",
+                    label=("searches: " if run is not None else "searches, the last: ") + names)
         ax.axhline(ref, color="k", ls="--", label=heuristic)
         ax.set_xlabel("training wall time (min)")
         ax.set_ylabel(f"avg JCT (h), seeds {seeds[0]}-{seeds[-1]}")
-        ax.set_title(f"hrl training on {cfg['scenario']} (level {cfg['level']})")
-        ax.legend()
+        ax.set_title(f"hrl training on {scenario} ({title})")
+        ax.legend(fontsize=7)
         fig.tight_layout()
         out.parent.mkdir(parents=True, exist_ok=True)
         fig.savefig(out, dpi=120)
