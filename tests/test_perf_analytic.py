@@ -230,6 +230,33 @@ def test_vectorised_traffic_matches_the_routing_rules(monkeypatch: pytest.Monkey
         assert np.array_equal(links, l0) and np.array_equal(nbytes, b0)
 
 
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1}])
+def test_traffic_of_many_jobs_is_each_jobs_own_to_the_bit(options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build of many jobs at once (a first decision point) gives each job
+    exactly the rows of its one-job build (a job that moved), whether the
+    routes come from the table or are routed path by path."""
+    spec = ClusterSpec(server_groups=[ServerGroupSpec(count=3), ServerGroupSpec(count=2, nvlink_gbps=300.0)], racks=2)
+    topo = Topology.from_spec(spec)
+    rng = np.random.default_rng(7)
+    jobs, pls = [], []
+    for i in range(40):
+        w = int(rng.integers(1, 9))
+        arch = "ps" if i % 2 else "allreduce"
+        gpus = tuple(int(g) for g in rng.choice(topo.n_gpus, w, replace=False))
+        ps = tuple(int(s) for s in rng.integers(0, topo.n_sockets, int(rng.integers(1, 4)))) if arch == "ps" else ()
+        jobs.append(mk(i, str(rng.choice(["vgg-16", "resnet-50", "dssm"])), w, arch=arch, mode="async" if i % 6 == 1 else "sync"))
+        pls.append(Placement(gpus, ps))
+    batch = np.array([j.batch_size for j in jobs])
+    m = AnalyticModel(topo, CATALOGUE, **options)
+    together = m._build_traffic(jobs, pls, batch)
+    for i, (links, nbytes) in enumerate(together):
+        (l1, b1), = m._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
+        assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()
+    monkeypatch.setattr(analytic, "_ROUTE_TABLE_MAX", 0)
+    for (links, nbytes), (l0, b0) in zip(together, AnalyticModel(topo, CATALOGUE, **options)._build_traffic(jobs, pls, batch)):
+        assert np.array_equal(links, l0) and nbytes.tobytes() == b0.tobytes()
+
+
 def test_links_are_full_duplex(model: AnalyticModel) -> None:
     j = mk(0, "vgg-16", 2, arch="allreduce")
     links, nbytes = model.traffic(j, Placement((0, 8)), j.batch_size)  # one GPU on each of two servers

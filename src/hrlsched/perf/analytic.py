@@ -62,10 +62,11 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   all-reduce is refused with a ValueError.
 
 Per-job traffic (the (link, bytes) rows) is cached per placement
-signature; the rows of all placements not yet seen are built in one pass
-over flattened (job, worker, PS) and ring-edge arrays, routed with masks
-and summed per (job, link) with ``np.unique`` / ``np.bincount`` (no loop
-over GPUs or links). A call with the same jobs and placements as the last one
+signature; the rows of all placements not yet seen are built in one pass:
+their paths listed task by task (Python numbers: a build has a job or two),
+then routed from a per-topology table (or with masks, on a large topology)
+and summed per (job, link) with ``np.bincount`` / ``np.unique`` over the
+flattened rows (no loop over links). A call with the same jobs and placements as the last one
 returns its result; otherwise the fixed point is re-solved for all jobs at
 once, vectorised over all (job, link) rows. (Re-solving only the connected
 groups of jobs whose neighbourhood changed was tried and measured slower:
@@ -80,7 +81,6 @@ intensity; the CPU home of a job's input pipeline is inferred, not placed.
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -110,9 +110,9 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
     return {"contention": float(k)}
 
 GBPS = 1e9 / 8  # bytes per second in one Gbit/s
-# Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology (at most
-# about 20 MB; 64 GPUs and 16 sockets: 5,120), and (job, link) keys up to which traffic is
-# summed with a dense bincount rather than np.unique.
+# Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology, both ways
+# (at most about 20 MB; 64 GPUs and 16 sockets: 5,120 paths), and (job, link) keys up to which
+# traffic is summed with a dense bincount rather than np.unique.
 _ROUTE_TABLE_MAX = 1 << 18
 _DENSE_KEYS_MAX = 1 << 16
 
@@ -167,6 +167,11 @@ class AnalyticModel(PerformanceModel):
         self.socket_gpus = np.bincount(t.gpu_socket, minlength=t.n_sockets).astype(float)
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._route_table: np.ndarray | None = None  # see _paths
+        # the topology's maps as Python lists (read per task where a build has a few tasks)
+        self._gpu_socket_l, self._gpu_server_l = t.gpu_socket.tolist(), t.gpu_server.tolist()
+        self._socket_server_l = t.socket_server.tolist()
+        self._socket_gpus_l = self.socket_gpus.tolist()
+        self._gpu_speed_l: dict[str, list[float]] = {}  # see _gpu_speeds
         self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
 
@@ -200,131 +205,117 @@ class AnalyticModel(PerformanceModel):
         path, kind = np.nonzero(on.T)  # path by path
         return path, links[kind, path]
 
-    def _paths(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``_route``'s rows, read from a table of every path of the topology
-        (GPU to GPU, GPU to socket; routed once, on first use) where that table
-        is small: one lookup instead of some thirty numpy calls per build."""
+    def _paths(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The directed links of paths ``idx``, each ``a * m + c`` for a path
+        from GPU ``a`` (``m``: GPUs + sockets) to GPU ``c`` or, where ``c >= G``,
+        to socket ``c - G``, plus ``G * m`` for the same path the other way
+        (each link in its other direction: a pull, an input read): (path
+        index, link id) incidence rows, path by path, in ``_route``'s order.
+        Read from a table of every path of the topology (routed once, on first
+        use) where that table is small: one lookup instead of some thirty
+        numpy calls per build."""
         t = self.topology
-        G, m = t.n_gpus, t.n_gpus + t.n_sockets
+        G, m, D = t.n_gpus, t.n_gpus + t.n_sockets, self.n_links
         if G * m > _ROUTE_TABLE_MAX:
-            return self._route(a, dst_socket, b)
+            rev = idx >= G * m
+            a, col = np.divmod(np.where(rev, idx - G * m, idx), m)
+            path, link = self._route(a, np.maximum(col - G, 0), np.where(col < G, col, -1))
+            return path, np.where(rev[path], (link + D) % (2 * D), link)
         tab = self._route_table
         if tab is None:
             col = np.tile(np.arange(m), G)
             path, link = self._route(np.repeat(np.arange(G), m), np.maximum(col - G, 0), np.where(col < G, col, -1))
             cnt = np.bincount(path, minlength=G * m)
-            tab = np.full((G * m, int(cnt.max())), -1, dtype=np.int64)  # a path's links in _route's order, -1 after
+            tab = np.full((G * m, int(cnt.max())), -1, dtype=np.int32)  # a path's links in _route's order, -1 after
             tab[path, np.arange(path.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)] = link
-            self._route_table = tab
-        rows = tab[a * m + np.where(b >= 0, b, G + dst_socket)]
+            # then every path the other way: the same links in their other direction
+            tab = self._route_table = np.concatenate([tab, np.where(tab >= 0, (tab + D) % (2 * D), -1)])
+        rows = tab[idx]
         path, kind = (rows >= 0).nonzero()  # path by path
         return path, rows[path, kind]
 
     def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(link ids, bytes per iteration) of each job, built for all of them at
-        once over flattened (job, GPU) / (job, GPU, PS) / (job, ring edge)
-        arrays; no loop over GPUs or links."""
+        once: the paths of every job (its tasks, as Python numbers: a build has
+        a job or two, and numpy calls on arrays of a few entries cost more than
+        they save), then their links routed and summed per (job, link) over
+        flattened rows, with no loop over links."""
         t = self.topology
         n = len(jobs)
-        # Per job, as Python numbers in one pass (the jobs are those first seen, few; numpy
-        # calls on arrays of one or two entries cost more): workers, PSs, PS shard bytes
-        # and ring edge bytes (with whether the job has such traffic), input bytes per worker, S and
-        # the bytes on a path (S, or the real gradient size inside a server: scaled to S below).
-        w_l, p_l, ps_l, shard_l, ring_l, edge_l, inp_l, S_l, grad_l = [], [], [], [], [], [], [], [], []
-        for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
+        G = t.n_gpus
+        m, rev = G + t.n_sockets, G * (G + t.n_sockets)  # a path's index: see _paths
+        gsock, gsrv, ssrv = self._gpu_socket_l, self._gpu_server_l, self._socket_server_l
+        # Per path: its index, job and bytes, in the rows' order (all pushes, all pulls, all
+        # inputs, all ring edges; the jobs in order within each kind): the per-link sums below
+        # add each link's rows in that order, as always.
+        push: list[int] = []
+        push_job: list[int] = []
+        push_b: list[float] = []
+        inp_p: list[int] = []
+        inp_job: list[int] = []
+        inp_b: list[float] = []
+        ring_p: list[int] = []
+        ring_job: list[int] = []
+        ring_b: list[float] = []
+        # Per job, the factor on its gradient bytes over network links (only with options that
+        # are not neutral: see below).
+        scaled = self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0
+        net_scale: list[float] = []
+        for i, (j, pl, b) in enumerate(zip(jobs, placements, np.asarray(batch).tolist())):
             pr = self.profile(j)
-            w, p = len(pl.gpus), len(pl.ps_sockets)
+            gpus = sorted(pl.gpus)  # the ring's order
+            ps = pl.ps_sockets
+            w, p = len(gpus), len(ps)
             S = pr.theta[2] * self.ref_bytes_s
             P = pr.params_mb * 1e6
             grad = (P if P > 0 else S) if self.intra_params else S
             local = b / w if j.mode == "sync" else float(b)
-            w_l.append(w)
-            p_l.append(p)
-            ps_l.append(j.arch == "ps" and p > 0)
-            shard_l.append(grad / max(p, 1))
-            ring_l.append(j.arch == "allreduce" and w > 1)
-            edge_l.append(2.0 * (w - 1) / max(w, 1) * grad)
-            inp_l.append(local * pr.input_mb_per_sample * 1e6)
-            S_l.append(S)
-            grad_l.append(grad)
-        w, p = np.array(w_l), np.array(p_l)
-        is_ps, is_ring = np.array(ps_l), np.array(ring_l)
-        inp = np.array(inp_l)
-        # Workers sorted within each job (the ring's order), PS sockets flat.
-        g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=sum(w_l))
-        gjob = np.repeat(np.arange(n), w)
-        g = g[np.lexsort((g, gjob))]
-        s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=sum(p_l))
-        sjob = np.repeat(np.arange(n), p)
-
-        # (The pairs of a kind no job has are empty: skipped, a build has a job or two.)
-        none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
-        # PS: every worker exchanges its shard S/p with every PS.
-        ps_pairs = (none_i, none_i, none_i, none_f)
-        if any(ps_l):
-            wp = np.where(is_ps[gjob], p[gjob], 0)
-            wi = np.repeat(np.arange(g.size), wp)
-            k = np.arange(wi.size) - np.repeat(wp.cumsum() - wp, wp)  # PS index within the job
-            jj = gjob[wi]
-            sstart = p.cumsum() - p
-            ps_pairs = (g[wi], s[sstart[jj] + k], jj, np.array(shard_l)[jj])
-        # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
-        ring = (none_i, none_i, none_i, none_f)
-        if any(ring_l):
-            rw = is_ring[gjob]
-            nxt = np.arange(1, g.size + 1)
-            gstart = w.cumsum() - w
-            last = nxt == gstart[gjob] + w[gjob]
-            nxt[last] = gstart[gjob][last]
-            ring = (g[rw], g[nxt][rw], gjob[rw], np.array(edge_l)[gjob][rw])
-        # Input pipeline: from the job's CPU home on each server (the socket
-        # with most of its tasks there; the lowest on a tie) to each worker.
-        NS = t.n_sockets
-        cnt = np.bincount(np.concatenate([gjob * NS + t.gpu_socket[g], sjob * NS + s]))  # tasks per (job, socket)
-        u = cnt.nonzero()[0]
-        cnt = cnt[u]
-        ujob, usock = u // NS, u % NS
-        srv_key = ujob * t.n_servers + t.socket_server[usock]
-        pick = np.lexsort((usock, -cnt, srv_key))
-        sk = srv_key[pick]
-        first = np.empty(sk.size, dtype=bool)
-        first[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=first[1:])
-        hkeys, hsock = sk[first], usock[pick][first]
-        iw = inp[gjob] > 0
-        home = hsock[np.searchsorted(hkeys, gjob * t.n_servers + t.gpu_server[g])]
-
-        D = self.n_links
-        n_ps, n_in, n_ring = ps_pairs[0].size, int(np.count_nonzero(iw)), ring[0].size
-        # The paths of the push (worker -> PS), of the input (host -> worker, routed from the
-        # worker) and of the ring, routed at once; their rows come path by path.
-        pi_a, link_a = self._paths(np.concatenate([ps_pairs[0], g[iw], ring[0]]),
-                                   np.concatenate([ps_pairs[1], home[iw], np.zeros(n_ring, dtype=np.int64)]),
-                                   np.concatenate([np.full(n_ps + n_in, -1), ring[1]]))
-        m = int(np.searchsorted(pi_a, n_ps))
-        pi_p, link_p, pi_o, link_o = pi_a[:m], link_a[:m], pi_a[m:], link_a[m:]
-        # Pull (PS -> worker) and input (host -> GPU) run the other way.
-        pi = np.concatenate([pi_p, pi_p + n_ps, pi_o + n_ps])
-        link = np.concatenate([link_p, (link_p + D) % (2 * D),
-                               np.where(pi_o < n_ps + n_in, (link_o + D) % (2 * D), link_o)])
-        nbytes = np.concatenate([ps_pairs[3], ps_pairs[3], inp[gjob][iw], ring[3]])
-        pjob = np.concatenate([ps_pairs[2], ps_pairs[2], gjob[iw], ring[2]])
-        # Gradient traffic on network links (NIC, rack uplink): theta2-sized
-        # bytes (S / grad) and, for rings, the measured spread efficiency and
-        # host staging (servers spanned, most workers on one server). With
-        # the neutral options every factor is exactly 1: skipped (the default).
-        if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
-            S, grad = np.array(S_l), np.array(grad_l)
-            js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
-            n_srv = np.bincount(js // t.n_servers, minlength=n)
-            g_most = np.zeros(n, dtype=np.int64)
-            np.maximum.at(g_most, js // t.n_servers, js_cnt)
-            ring_f = np.where(n_srv > 2, self.ring_spread_eff, 1.0) * (1.0 + self.host_staging * (g_most - 1))
-            net_scale = np.divide(S, grad, out=np.ones(n), where=grad > 0) * np.where(is_ring, ring_f, 1.0)
-            grad_row = np.repeat([True, False, True], [2 * n_ps, n_in, n_ring])
+            is_ring = j.arch == "allreduce" and w > 1
+            if j.arch == "ps" and p > 0:  # every worker exchanges its shard S/p with every PS
+                push += [g * m + c for g in gpus for c in [G + s for s in ps]]
+                push_job += [i] * (w * p)
+                push_b += [grad / p] * (w * p)
+            inp = local * pr.input_mb_per_sample * 1e6
+            if inp > 0:
+                # Input pipeline: from the job's CPU home on each server (the socket with most
+                # of its tasks there; the lowest on a tie) to each worker.
+                tasks = [gsock[g] for g in gpus] + list(ps)  # the socket of each task
+                home: dict[int, int] = {}
+                for s in sorted(set(tasks)):
+                    h = home.get(ssrv[s])
+                    if h is None or tasks.count(s) > tasks.count(h):
+                        home[ssrv[s]] = s
+                inp_p += [rev + g * m + G + home[gsrv[g]] for g in gpus]  # host -> GPU: the path the other way
+                inp_job += [i] * w
+                inp_b += [inp] * w
+            if is_ring:  # each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order)
+                ring_p += [g * m + nxt for g, nxt in zip(gpus, gpus[1:] + gpus[:1])]
+                ring_job += [i] * w
+                ring_b += [2.0 * (w - 1) / max(w, 1) * grad] * w
+            if scaled:
+                # servers spanned and most workers on one server (rings: the measured spread
+                # efficiency and host staging)
+                per_srv: dict[int, int] = {}
+                for g in gpus:
+                    per_srv[gsrv[g]] = per_srv.get(gsrv[g], 0) + 1
+                ring_f = (self.ring_spread_eff if len(per_srv) > 2 else 1.0) * \
+                    (1.0 + self.host_staging * (max(per_srv.values()) - 1))
+                net_scale.append((S / grad if grad > 0 else 1.0) * (ring_f if is_ring else 1.0))
+        # Pull (PS -> worker) is each push the other way.
+        n_grad = 2 * len(push)
+        path_ix = np.array(push + [rev + x for x in push] + inp_p + ring_p, dtype=np.int64)
+        pjob = np.array(push_job + push_job + inp_job + ring_job, dtype=np.int64)
+        nbytes = np.array(push_b + push_b + inp_b + ring_b)
+        pi, link = self._paths(path_ix)
+        # Gradient traffic on network links (NIC, rack uplink): theta2-sized bytes (S / grad)
+        # and, for rings, the spread efficiency and host staging. With the neutral options
+        # every factor is exactly 1: skipped (the default).
+        if scaled:
+            D = self.n_links
+            grad_row = (pi < n_grad) | (pi >= n_grad + len(inp_p))  # pushes, pulls, ring edges
             phys = link % D
-            on_net = grad_row[pi] & (phys >= self.off_nic) & (phys < self.off_nvl)
-            row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
+            on_net = grad_row & (phys >= self.off_nic) & (phys < self.off_nvl)
+            row_bytes = nbytes[pi] * np.where(on_net, np.array(net_scale)[pjob[pi]], 1.0)
         else:
             row_bytes = nbytes[pi]
         # Sum bytes per (job, directed link), then split the rows by job. bincount adds each
@@ -337,7 +328,7 @@ class AnalyticModel(PerformanceModel):
         else:
             keys, inv = np.unique(key, return_inverse=True)
             tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
-        cut = np.searchsorted(keys // L, np.arange(n + 1)).tolist()
+        cut = np.searchsorted(keys, [i * L for i in range(n + 1)]).tolist()
         links = keys % L
         return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
 
@@ -410,51 +401,61 @@ class AnalyticModel(PerformanceModel):
         return [cache[k] for k in keys]
 
     def _build_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
-        n = len(jobs)
-        t = self.topology
-        # Per job, as Python numbers in one pass (few jobs: see _build_traffic): theta0, theta1,
-        # sensitivity, local batch, and (workers, PSs, theta3 w + theta4 p, batch size, sync).
-        th0_l, th1_l, sens_l, local_l, job_l = [], [], [], [], []
+        # Per worker, as Python numbers in one pass (a build has a job or two: see _build_traffic):
+        # theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
+        # sensitivity, GPUs of its socket, local batch, and the tasks on its socket alone (only
+        # the job's own: its workers are on distinct GPUs); per job (workers, PSs, theta3 w +
+        # theta4 p, batch size, sync).
+        gsock, sgpus, speeds = self._gpu_socket_l, self._socket_gpus_l, self._gpu_speed_l
+        gflat: list[int] = []
+        sock: list[int] = []
+        sflat: list[int] = []
+        per_w: list[list[float]] = [[], [], [], [], [], []]
+        a_w, th1_w, sens_w, sgpu_w, local_w, alone_w = per_w
+        job_l, wcut, scut = [], [0], [0]
         for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
             pr = self.profile(j)
             th = pr.theta
-            w, p = len(pl.gpus), len(pl.ps_sockets)
+            gpus, ps = pl.gpus, pl.ps_sockets
+            w, p = len(gpus), len(ps)
             sync = j.mode == "sync"
-            th0_l.append(float(th[0]))
-            th1_l.append(float(th[1]))
-            sens_l.append(float(pr.compute_sensitivity) * self.interference_scale)
-            local_l.append(b / w if sync else float(b))
+            th0, th1 = float(th[0]), float(th[1])
+            sens = float(pr.compute_sensitivity) * self.interference_scale
+            local = b / w if sync else float(b)
+            speed = speeds.get(j.model) or self._gpu_speeds(j.model)
+            socks = [gsock[g] for g in gpus]
+            a_w += [th0 * local / speed[g] for g in gpus]
+            th1_w += [th1] * w
+            sens_w += [sens] * w
+            sgpu_w += [sgpus[s] for s in socks]
+            local_w += [local] * w
+            alone_w += [socks.count(s) + ps.count(s) for s in socks]
+            gflat += gpus
+            sock += socks
+            sflat += ps
+            wcut.append(len(gflat))
+            scut.append(len(sflat))
             job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
-        wcut = [0, *itertools.accumulate(len(pl.gpus) for pl in placements)]
-        scut = [0, *itertools.accumulate(len(pl.ps_sockets) for pl in placements)]
-        gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=wcut[-1])
-        wjob = np.repeat(np.arange(n), np.diff(wcut))
-        sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=scut[-1])
-        sock = t.gpu_socket[gflat]
-        # Alone, the tasks on a worker's socket are the job's own (its workers are on distinct GPUs).
-        keys = wjob * t.n_sockets + sock
-        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), np.diff(scut)) * t.n_sockets + sflat]),
-                                    minlength=n * t.n_sockets)[keys]
-        gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
-        # Per worker: theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
-        # sensitivity, GPUs of its socket, local batch; as rows, to concatenate jobs in one call.
-        per_w = np.empty((6, gflat.size))
-        lw = per_w[4]
-        np.take(local_l, wjob, out=lw)
-        per_w[0] = np.take(th0_l, wjob) * lw / gspeed
-        per_w[1] = np.take(th1_l, wjob)
-        per_w[2] = np.take(sens_l, wjob)
-        per_w[3] = self.socket_gpus[sock]
-        per_w[5] = on_sock_alone
+        g_a, sock_a = np.array(gflat, dtype=np.int64), np.array(sock, dtype=np.int64)
+        s_a, pw = np.array(sflat, dtype=np.int64), np.array(per_w, dtype=float)
         rows = self._traffic_rows(jobs, placements, batch)
+        cap = self.capacity
         out = []
         for i, (links, nbytes) in enumerate(rows):
             a, b = wcut[i], wcut[i + 1]
             out.append(_Terms(
-                gpus=gflat[a:b], sock=sock[a:b], ps_sockets=sflat[scut[i]:scut[i + 1]], per_w=per_w[:, a:b],
-                job=job_l[i], links=links, base=nbytes / self.capacity[links],
+                gpus=g_a[a:b], sock=sock_a[a:b], ps_sockets=s_a[scut[i]:scut[i + 1]], per_w=pw[:, a:b],
+                job=job_l[i], links=links, base=nbytes / cap[links],
             ))
         return out
+
+    def _gpu_speeds(self, model: str) -> list[float]:
+        """Speed of ``model`` on each GPU (``Topology.type_speed``), as a Python list, kept per model."""
+        v = self._gpu_speed_l.get(model)
+        if v is None:
+            t = self.topology
+            v = self._gpu_speed_l[model] = t.type_speed(model)[t.gpu_type].tolist()
+        return v
 
     def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
         """Speeds of ``jobs``: all together (they share GPUs, sockets and
