@@ -334,14 +334,15 @@ class AnalyticModel(PerformanceModel):
 
     def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Traffic of each job, from the cache or built (vectorised) for the missing ones."""
-        keys = [(j.model, j.arch, j.mode, int(b), pl) for j, pl, b in zip(jobs, placements, batch)]
-        miss = [i for i, k in enumerate(keys) if k not in self._rows]
+        keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
+        out = [*map(self._rows.get, keys)]  # one lookup per job (a placement's hash is Python code)
+        miss = [i for i, x in enumerate(out) if x is None]
         if miss:
             built = self._build_traffic([jobs[i] for i in miss], [placements[i] for i in miss],
                                         np.asarray(batch)[miss])
             for i, r in zip(miss, built):
-                self._rows[keys[i]] = r
-        return [self._rows[k] for k in keys]
+                out[i] = self._rows[keys[i]] = r
+        return out  # type: ignore[return-value]
 
     def traffic(self, job: Job, pl: Placement, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """(link ids, bytes per iteration) of one job at one placement."""
@@ -392,13 +393,13 @@ class AnalyticModel(PerformanceModel):
         batch size, placement), from the cache or built (vectorised) for the
         missing ones: the same expressions as a whole solve, split by job."""
         keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
-        cache = self._terms
-        miss = [i for i, k in enumerate(keys) if k not in cache]
+        out = [*map(self._terms.get, keys)]  # one lookup per job (a placement's hash is Python code)
+        miss = [i for i, x in enumerate(out) if x is None]
         if miss:
             mj, mp = [jobs[i] for i in miss], [placements[i] for i in miss]
-            for k, terms in zip((keys[i] for i in miss), self._build_terms(mj, mp, np.asarray(batch, dtype=np.int64)[miss])):
-                cache[k] = terms
-        return [cache[k] for k in keys]
+            for i, terms in zip(miss, self._build_terms(mj, mp, np.asarray(batch, dtype=np.int64)[miss])):
+                out[i] = self._terms[keys[i]] = terms
+        return out  # type: ignore[return-value]
 
     def _build_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
         # Per worker, as Python numbers in one pass (a build has a job or two: see _build_traffic):
@@ -436,7 +437,7 @@ class AnalyticModel(PerformanceModel):
             wcut.append(len(gflat))
             scut.append(len(sflat))
             job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
-        g_a, sock_a = np.array(gflat, dtype=np.int64), np.array(sock, dtype=np.int64)
+        where = np.array([gflat, sock], dtype=np.int64).reshape(2, -1)  # (2, 0) where no worker at all
         s_a, pw = np.array(sflat, dtype=np.int64), np.array(per_w, dtype=float)
         rows = self._traffic_rows(jobs, placements, batch)
         cap = self.capacity
@@ -444,8 +445,8 @@ class AnalyticModel(PerformanceModel):
         for i, (links, nbytes) in enumerate(rows):
             a, b = wcut[i], wcut[i + 1]
             out.append(_Terms(
-                gpus=g_a[a:b], sock=sock_a[a:b], ps_sockets=s_a[scut[i]:scut[i + 1]], per_w=pw[:, a:b],
-                job=job_l[i], links=links, base=nbytes / cap[links],
+                where=where[:, a:b], ps_sockets=s_a[scut[i]:scut[i + 1]], per_w=pw[:, a:b],
+                job=job_l[i], links=links, base=nbytes / cap[links], size=(b - a, links.size),
             ))
         return out
 
@@ -467,12 +468,19 @@ class AnalyticModel(PerformanceModel):
         t = self.topology
         terms = self._job_terms(jobs, placements, batch)
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
-        w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
-        sync = jt[:, 4] > 0
+        over0, bsz = jt[:, 2], jt[:, 3]
         all_sync = all(x.job[4] for x in terms)  # Python: numpy's call costs more on a few jobs
         if not all_sync:
             refuse_async_allreduce(jobs, self.name)
-        wi = w.astype(np.int64)
+        # Where each job's workers and traffic rows start in the flattened arrays (Python: a few jobs).
+        starts, seg, n_rows = [], [], []
+        nw = nr = 0
+        for x in terms:
+            starts.append(nw)
+            seg.append(nr)
+            nw += x.size[0]
+            nr += x.size[1]
+            n_rows.append(x.size[1])
         per_w = np.concatenate([x.per_w for x in terms], axis=1)
         a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
 
@@ -481,8 +489,7 @@ class AnalyticModel(PerformanceModel):
             on_sock = per_w[5]
             comp_a = a_w
         else:
-            gflat = np.concatenate([x.gpus for x in terms])
-            sock = np.concatenate([x.sock for x in terms])
+            gflat, sock = np.concatenate([x.where for x in terms], axis=1)
             sflat = np.concatenate([x.ps_sockets for x in terms])
             share = np.bincount(gflat, minlength=t.n_gpus)[gflat]
             tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
@@ -495,21 +502,18 @@ class AnalyticModel(PerformanceModel):
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
         comp_i = (comp_a + th1) * c
-        starts = wi.cumsum() - wi
         comp_max = np.maximum.reduceat(comp_i, starts)
         # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
-        over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
+        over = over0 + np.where(jt[:, 4] > 0, self.straggler * comp_max * (jt[:, 0] - 1), 0.0) \
+            if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        lens_l = [x.links.size for x in terms]
-        lens = np.array(lens_l)
         links = np.concatenate([x.links for x in terms])
         base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
-        rjob = np.repeat(np.arange(n), lens)
+        rjob = np.repeat(np.arange(n), n_rows)
         # A job's time on its bottleneck link: its rows are contiguous, so where every job has
         # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
-        by_segment = all(lens_l)
-        seg = lens.cumsum() - lens
+        by_segment = all(n_rows)
         fixed = comp_max + over
         stretched = base  # base * rho; rho starts at 1
         for it in range(self.iterations + 1):
@@ -525,30 +529,35 @@ class AnalyticModel(PerformanceModel):
             u = base / t_iter[rjob]
             # Rows are unique per (job, link): alone, a link's load is the job's own.
             U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
-            stretched = base * np.maximum(1.0 + self.contention * (U - u), U)
+            # base * max(1 + contention (U - u), U), in place (the same operations)
+            stretched = U - u
+            stretched *= self.contention
+            stretched += 1.0
+            np.maximum(stretched, U, out=stretched)
+            stretched *= base
         rest = over + comm
         speed_sync = bsz / (comp_max + rest)
         if all_sync:
             return speed_sync
-        wjob = np.repeat(np.arange(n), wi)
+        wjob = np.repeat(np.arange(n), [x.size[0] for x in terms])
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
-        return np.where(sync, speed_sync, speed_async)
+        return np.where(jt[:, 4] > 0, speed_sync, speed_async)
 
 
 @dataclass(frozen=True, eq=False)
 class _Terms:
     """What ``_solve`` needs of one job at one placement that no other job
-    changes: its GPUs, their sockets and its PS sockets; per worker (rows)
-    theta0 * local batch / GPU speed, theta1, compute sensitivity, GPUs of
-    its socket, local batch and tasks of the job alone on its socket; per job
-    (workers, PSs, theta3 w + theta4 p, batch size, sync); its traffic rows
-    (link ids) with their seconds at full rate."""
+    changes: its GPUs and their sockets (``where``, two rows) and its PS
+    sockets; per worker (rows) theta0 * local batch / GPU speed, theta1,
+    compute sensitivity, GPUs of its socket, local batch and tasks of the job
+    alone on its socket; per job (workers, PSs, theta3 w + theta4 p, batch
+    size, sync); its traffic rows (link ids) with their seconds at full rate;
+    and its numbers of workers and of traffic rows (``size``)."""
 
-    gpus: np.ndarray
-    sock: np.ndarray
+    where: np.ndarray
     ps_sockets: np.ndarray
     per_w: np.ndarray
     job: tuple[float, float, float, float, bool]
     links: np.ndarray
     base: np.ndarray
-
+    size: tuple[int, int]
