@@ -319,7 +319,7 @@ class Simulation:
             topology=self.topo,
             catalogue=self.catalogue,
             perf=self._view_perf,
-            jobs=[st.jobs[i] for i in st.active],
+            jobs=list(map(st.jobs.__getitem__, st.active)),  # (map: no Python frame per job)
             progress=progress,
             remaining=remaining,
             attained_gpu_s=st.attained[act],
@@ -327,7 +327,7 @@ class Simulation:
             restarts=st.restarts[act],
             speed=st.speed[act],
             batch_sizes=st.batch[act],
-            placements=[st.placements[i] for i in st.active],
+            placements=list(map(st.placements.__getitem__, st.active)),
             gpu_tasks=st.gpu_tasks.copy(),
             server_cores_used=st.cores_used.copy(),
             server_mem_used=st.mem_used.copy(),
@@ -381,7 +381,8 @@ class Simulation:
         """Check and apply a decision; True if speeds were recomputed."""
         st, cfg = self.state, self.cfg
         new, new_loads, choices = check_decision(
-            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen
+            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen,
+            self._whole_loads,
         )
         st.calls += 1
         st.dirty = False

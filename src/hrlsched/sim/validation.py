@@ -140,13 +140,18 @@ def check_decision(
     res: Resources,
     max_share: int,
     allowed_seen: set[tuple[str, int, object]] | None = None,
+    whole_loads: bool = False,
 ) -> tuple[dict[int, Placement], tuple[np.ndarray, np.ndarray, np.ndarray] | None, dict[int, tuple[str, str]]]:
     """Check a decision against the cluster. Returns {job index: canonical
     placement}, the loads it puts on GPUs and servers (None when every
     placement is a running job's, unchanged: then it needs no load check, and
     ``decision_loads`` gives the loads if the caller needs them), and the
     architecture / mode changes {job index: (arch, mode)}. ``allowed_seen``:
-    see ``check_choices``."""
+    see ``check_choices``. ``whole_loads``: every CPU and memory figure of
+    ``res`` is a whole number (far from 2**53) and ``st``'s loads are its
+    running jobs': the loads are then those of ``st`` with the jobs that move
+    taken off and put back (``loads_after``), the same numbers as summed
+    anew."""
     if not isinstance(decision, Decision):
         raise InvalidDecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
     jobs = st.jobs
@@ -156,12 +161,11 @@ def check_decision(
     all_kept = True
     for jid, pl in decision.placements.items():
         i = index.get(jid)
-        if i is None or not is_active[i]:
-            raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
-        old = running.get(i)
-        if old is not None and pl is old and i not in choices:  # unchanged: checked when it was made
+        if pl is running.get(i) and i not in choices:  # a running job (so active), unchanged: checked when made
             out[i] = pl
             continue
+        if i is None or not is_active[i]:
+            raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
         all_kept = False
         check_placement(topo, jid, choices[i][0] if i in choices else jobs[i].arch, pl)
         out[i] = pl.canonical()
@@ -174,7 +178,40 @@ def check_decision(
         # Every placement is a running one, unchanged: a subset of the running set, which is a
         # subset of the last decision's, checked as a whole (loads only grow with more tasks).
         return out, None, choices
+    if whole_loads:
+        new_loads = loads_after(out, st, topo, res, max_share)
+        if new_loads is not None:
+            return out, new_loads, choices
     return out, decision_loads(out, topo, res, max_share, jobs), choices
+
+
+def loads_after(
+    out: dict[int, Placement], st: SimState, topo: Topology, res: Resources, max_share: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``decision_loads``'s loads of ``out`` from ``st``'s (its running
+    jobs'): the running jobs whose placement goes or changes taken off, the
+    new placements put on, task by task in Python (a decision moves a job or
+    two). The same numbers only where every CPU and memory figure is a whole
+    number (sums exact in any order). None where a limit is exceeded:
+    ``decision_loads`` then says which jobs."""
+    tasks, cores, mem = st.gpu_tasks.copy(), st.cores_used.copy(), st.mem_used.copy()
+    gsrv, ssrv = topo.gpu_server, topo.socket_server
+    for sign, moved in ((-1, [(i, pl) for i, pl in st.running.items() if out.get(i) is not pl]),
+                        (1, [(i, pl) for i, pl in out.items() if st.running.get(i) is not pl])):
+        for i, pl in moved:
+            wc, wm, pc, pm = sign * res.w_cores[i], sign * res.w_mem[i], sign * res.p_cores[i], sign * res.p_mem[i]
+            for g in pl.gpus:
+                tasks[g] += sign
+                v = gsrv[g]
+                cores[v] += wc
+                mem[v] += wm
+            for x in pl.ps_sockets:
+                v = ssrv[x]
+                cores[v] += pc
+                mem[v] += pm
+    if tasks.max() > max_share or (cores > topo.server_cores + 1e-9).any() or (mem > topo.server_mem_gb + 1e-9).any():
+        return None
+    return tasks, cores, mem
 
 
 def decision_loads(
