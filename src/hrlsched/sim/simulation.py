@@ -42,7 +42,7 @@ from hrlsched.perf.base import PerformanceModel
 from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
 from hrlsched.sim.result import SimResult
 from hrlsched.sim.state import SimState
-from hrlsched.sim.validation import Resources, check_decision, decision_loads, loads
+from hrlsched.sim.validation import Resources, add_tasks, check_decision, decision_loads, loads
 
 EPS = 1e-9
 _NEVER = 1 << 40
@@ -463,16 +463,7 @@ class Simulation:
         where every CPU and memory figure is a whole number (``_whole_loads``):
         the sums are then exact in any order, the same as subtracting the
         job's ``loads`` at once."""
-        g = np.array(pl.gpus, dtype=np.int64)
-        st.gpu_tasks[g] -= 1  # a job's workers are on distinct GPUs
-        gs = self.topo.gpu_server[g]
-        res = self.res
-        np.subtract.at(st.cores_used, gs, res.w_cores[i])
-        np.subtract.at(st.mem_used, gs, res.w_mem[i])
-        if pl.ps_sockets:
-            ss = self.topo.socket_server[np.array(pl.ps_sockets, dtype=np.int64)]
-            np.subtract.at(st.cores_used, ss, res.p_cores[i])
-            np.subtract.at(st.mem_used, ss, res.p_mem[i])
+        add_tasks(st.gpu_tasks, st.cores_used, st.mem_used, self.topo, self.res, i, pl, -1)
 
     def _advance(self, just_set: bool, acc: StepResult) -> None:
         """Advance one round, or several when nothing can happen in between

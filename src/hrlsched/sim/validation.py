@@ -195,23 +195,36 @@ def loads_after(
     number (sums exact in any order). None where a limit is exceeded:
     ``decision_loads`` then says which jobs."""
     tasks, cores, mem = st.gpu_tasks.copy(), st.cores_used.copy(), st.mem_used.copy()
-    gsrv, ssrv = topo.gpu_server, topo.socket_server
-    for sign, moved in ((-1, [(i, pl) for i, pl in st.running.items() if out.get(i) is not pl]),
-                        (1, [(i, pl) for i, pl in out.items() if st.running.get(i) is not pl])):
-        for i, pl in moved:
-            wc, wm, pc, pm = sign * res.w_cores[i], sign * res.w_mem[i], sign * res.p_cores[i], sign * res.p_mem[i]
-            for g in pl.gpus:
-                tasks[g] += sign
-                v = gsrv[g]
-                cores[v] += wc
-                mem[v] += wm
-            for x in pl.ps_sockets:
-                v = ssrv[x]
-                cores[v] += pc
-                mem[v] += pm
+    for i, pl in st.running.items():
+        if out.get(i) is not pl:
+            add_tasks(tasks, cores, mem, topo, res, i, pl, -1)
+    for i, pl in out.items():
+        if st.running.get(i) is not pl:
+            add_tasks(tasks, cores, mem, topo, res, i, pl, 1)
     if tasks.max() > max_share or (cores > topo.server_cores + 1e-9).any() or (mem > topo.server_mem_gb + 1e-9).any():
         return None
     return tasks, cores, mem
+
+
+def add_tasks(tasks: np.ndarray, cores: np.ndarray, mem: np.ndarray, topo: Topology, res: Resources, i: int,
+              pl: Placement, sign: int) -> None:
+    """Put job ``i``'s tasks at ``pl`` on the loads (``sign`` 1) or take them
+    off (-1), in place, task by task (a job's few tasks: numpy calls on them
+    cost more). The loads are those of summing them anew only where every CPU
+    and memory figure is a whole number (``Simulation._whole_loads``)."""
+    gsrv, ssrv = topo.gpu_server, topo.socket_server
+    wc, wm = sign * res.w_cores[i], sign * res.w_mem[i]
+    for g in pl.gpus:
+        tasks[g] += sign
+        v = gsrv[g]
+        cores[v] += wc
+        mem[v] += wm
+    if pl.ps_sockets:
+        pc, pm = sign * res.p_cores[i], sign * res.p_mem[i]
+        for x in pl.ps_sockets:
+            v = ssrv[x]
+            cores[v] += pc
+            mem[v] += pm
 
 
 def decision_loads(
