@@ -83,9 +83,9 @@ class PerformanceModel(ABC):
         (``perf.asynchrony``). A backend that models the gradient noise scale
         overrides this."""
         n = len(jobs)
-        asyn = np.fromiter((j.mode == "async" for j in jobs), dtype=bool, count=n)
-        if not asyn.any():
+        if not any(j.mode == "async" for j in jobs):  # (Python: the usual all-sync case, with no numpy pass)
             return np.ones(n)
+        asyn = np.fromiter((j.mode == "async" for j in jobs), dtype=bool, count=n)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         return np.where(asyn, async_efficiency(w, self.staleness_penalty), 1.0)
 

@@ -519,7 +519,8 @@ class Simulation:
             fin = fin_rel <= dt + EPS if any_fin else None
             # Where no job finishes every job holds the whole dt: the scalar gives the same values.
             held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
-            productive = np.maximum(held - d, 0.0)
+            # (no finish and no restart: both scalars, and dt - 0.0 = dt > 0)
+            productive = np.maximum(held - d, 0.0) if any_fin or rs.delayed else dt
             st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
             if rs.delayed:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
