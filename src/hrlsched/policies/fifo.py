@@ -9,7 +9,6 @@ every DL-scheduling paper (e.g. Tiresias, NSDI'19; DL2, 2019).
 from __future__ import annotations
 
 from hrlsched.contract import ClusterView
-from hrlsched.core.job import Job
 from hrlsched.policies.base import Allocation, AllocationPolicy
 
 
@@ -21,17 +20,13 @@ class FIFO(AllocationPolicy):
     def allocate(self, view: ClusterView) -> dict[int, Allocation]:
         out: dict[int, Allocation] = {}
         free = int(view.topology.n_gpus)
-        queue: list[Job] = []
-        shared = _ALLOCATIONS.get  # (inline: a call per running job at every point)
         for job, pl in zip(view.jobs, view.placements):
-            if pl is None:
-                queue.append(job)
-            else:
+            if pl is not None:
                 w = len(pl.gpus)
-                out[job.job_id] = shared((w, len(pl.ps_sockets))) or _allocation(w, len(pl.ps_sockets))
+                out[job.job_id] = _allocation(w, len(pl.ps_sockets))
                 free -= w
         # The queue in arrival order, read only up to its first job that does not fit (usually the head).
-        for job in queue:
+        for job in (job for job, pl in zip(view.jobs, view.placements) if pl is None):
             if job.requested_gpus > free:
                 break
             out[job.job_id] = _allocation(job.requested_gpus, 1 if job.arch == "ps" else 0)
