@@ -406,14 +406,14 @@ class AnalyticModel(PerformanceModel):
         # theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
         # sensitivity, GPUs of its socket, local batch, and the tasks on its socket alone (only
         # the job's own: its workers are on distinct GPUs); per job (workers, PSs, theta3 w +
-        # theta4 p, batch size, sync).
+        # theta4 p, batch size, sync). Then, per worker, its GPU and socket (as rows of the same
+        # float array: a solve concatenates the jobs' terms in fewer calls), and the sockets of the
+        # job's tasks (workers, then PSs).
         gsock, sgpus, speeds = self._gpu_socket_l, self._socket_gpus_l, self._gpu_speed_l
-        gflat: list[int] = []
-        sock: list[int] = []
-        sflat: list[int] = []
-        per_w: list[list[float]] = [[], [], [], [], [], []]
-        a_w, th1_w, sens_w, sgpu_w, local_w, alone_w = per_w
-        job_l, wcut, scut = [], [0], [0]
+        per_w: list[list[float]] = [[], [], [], [], [], [], [], []]
+        a_w, th1_w, sens_w, sgpu_w, local_w, alone_w, gflat, sock = per_w
+        tasks: list[int] = []
+        job_l, wcut, tcut = [], [0], [0]
         for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
             pr = self.profile(j)
             th = pr.theta
@@ -433,20 +433,20 @@ class AnalyticModel(PerformanceModel):
             alone_w += [socks.count(s) + ps.count(s) for s in socks]
             gflat += gpus
             sock += socks
-            sflat += ps
+            tasks += socks
+            tasks += ps
             wcut.append(len(gflat))
-            scut.append(len(sflat))
+            tcut.append(len(tasks))
             job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
-        where = np.array([gflat, sock], dtype=np.int64).reshape(2, -1)  # (2, 0) where no worker at all
-        s_a, pw = np.array(sflat, dtype=np.int64), np.array(per_w, dtype=float)
-        rows = self._traffic_rows(jobs, placements, batch)
+        pw = np.array(per_w, dtype=float).reshape(len(per_w), -1)  # (8, 0) where no worker at all
+        t_a = np.array(tasks, dtype=np.int64)
         cap = self.capacity
         out = []
-        for i, (links, nbytes) in enumerate(rows):
+        for i, (links, nbytes) in enumerate(self._traffic_rows(jobs, placements, batch)):
             a, b = wcut[i], wcut[i + 1]
             out.append(_Terms(
-                where=where[:, a:b], ps_sockets=s_a[scut[i]:scut[i + 1]], per_w=pw[:, a:b],
-                job=job_l[i], links=links, base=nbytes / cap[links], size=(b - a, links.size),
+                per_w=pw[:, a:b], tasks=t_a[tcut[i]:tcut[i + 1]], job=job_l[i],
+                rows=np.array((links, nbytes / cap[links])), size=(b - a, links.size),
             ))
         return out
 
@@ -482,18 +482,16 @@ class AnalyticModel(PerformanceModel):
             nr += x.size[1]
             n_rows.append(x.size[1])
         per_w = np.concatenate([x.per_w for x in terms], axis=1)
-        a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
+        a_w, th1, sens_w, sock_gpus, local_w = per_w[:5]
 
         # Per-worker compute: GPU type, time-sharing, socket pressure.
         if isolated:  # only the job's own tasks; its workers are on distinct GPUs
             on_sock = per_w[5]
             comp_a = a_w
         else:
-            gflat, sock = np.concatenate([x.where for x in terms], axis=1)
-            sflat = np.concatenate([x.ps_sockets for x in terms])
+            gflat, sock = per_w[6:].astype(np.intp)
             share = np.bincount(gflat, minlength=t.n_gpus)[gflat]
-            tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
-            on_sock = tasks_sock[sock]
+            on_sock = np.bincount(np.concatenate([x.tasks for x in terms]), minlength=t.n_sockets)[sock]
             comp_a = a_w * share
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
@@ -508,8 +506,9 @@ class AnalyticModel(PerformanceModel):
             if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        links = np.concatenate([x.links for x in terms])
-        base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
+        rows = np.concatenate([x.rows for x in terms], axis=1)
+        base = rows[1]  # seconds on the link at full rate
+        links = None if isolated else rows[0].astype(np.intp)  # (alone, a link's load is the job's own)
         rjob = np.repeat(np.arange(n), n_rows)
         # A job's time on its bottleneck link: its rows are contiguous, so where every job has
         # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
@@ -522,13 +521,13 @@ class AnalyticModel(PerformanceModel):
             else:
                 comm = np.zeros(n)
                 np.maximum.at(comm, rjob, stretched)
-            if it == self.iterations or not links.size:
+            if it == self.iterations or not base.size:
                 break  # the last pass only needs comm
             t_iter = fixed + comm
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
             # Rows are unique per (job, link): alone, a link's load is the job's own.
-            U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
+            U = u if links is None else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
             # base * max(1 + contention (U - u), U), in place (the same operations)
             stretched = U - u
             stretched *= self.contention
@@ -547,17 +546,16 @@ class AnalyticModel(PerformanceModel):
 @dataclass(frozen=True, eq=False)
 class _Terms:
     """What ``_solve`` needs of one job at one placement that no other job
-    changes: its GPUs and their sockets (``where``, two rows) and its PS
-    sockets; per worker (rows) theta0 * local batch / GPU speed, theta1,
-    compute sensitivity, GPUs of its socket, local batch and tasks of the job
-    alone on its socket; per job (workers, PSs, theta3 w + theta4 p, batch
-    size, sync); its traffic rows (link ids) with their seconds at full rate;
-    and its numbers of workers and of traffic rows (``size``)."""
+    changes: per worker (``per_w``, rows) theta0 * local batch / GPU speed,
+    theta1, compute sensitivity, GPUs of its socket, local batch, tasks of the
+    job alone on its socket, its GPU and its socket (the last two whole
+    numbers); the sockets of its tasks (workers, then PSs); per job (workers,
+    PSs, theta3 w + theta4 p, batch size, sync); its traffic rows (``rows``:
+    link ids, whole numbers, over their seconds at full rate); and its numbers
+    of workers and of traffic rows (``size``)."""
 
-    where: np.ndarray
-    ps_sockets: np.ndarray
     per_w: np.ndarray
+    tasks: np.ndarray
     job: tuple[float, float, float, float, bool]
-    links: np.ndarray
-    base: np.ndarray
+    rows: np.ndarray
     size: tuple[int, int]
