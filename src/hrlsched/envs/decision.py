@@ -954,14 +954,13 @@ class DecisionPoint:
                 rows[i] = self._job_facts(j, key, sp[at], sp[at + 2] if more else 0.0, sp[at + 1])
                 at += 3 if more else 2
         facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=13 * n).reshape(n, 13)
-        cw, cp = facts[:, 0], facts[:, 1]
+        cw = facts[:, 0]
         req = np.maximum(facts[:, 2], 1e-12)
         prog, rem = view.progress[:n], view.remaining[:n]
         o = out[:n]
         o[:, 0] = 1.0
         o[:, 4] = cw > 0
-        o[:, 5] = cw / F.WORKER_SCALE
-        o[:, 6] = cp / F.WORKER_SCALE
+        o[:, 5:7] = facts[:, :2] / F.WORKER_SCALE  # workers, PSs
         o[:, 7] = np.log1p((view.time_s - facts[:, 12]) / F.HOUR)
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)

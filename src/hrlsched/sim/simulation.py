@@ -299,7 +299,7 @@ class Simulation:
             run = act[st.n_workers[act] > 0]
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
-            mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
+            mean_slow = float(np.add.reduce(slow) / slow.size) if run.size else 1.0
             rs = st.run_set = RunSet(run, self.total[run], st.per_held[:, run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
                                      bool(np.count_nonzero(st.delay_left[run])))
         return rs
@@ -536,7 +536,7 @@ class Simulation:
                 early = dt - fr
                 st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
-                acc.job_seconds -= float(early.sum())
+                acc.job_seconds -= float(np.add.reduce(early))  # ``ndarray.sum``'s reduction
                 st.done[fi] = True
                 st.is_active[fi] = False
                 gone = [st.running.pop(i) for i in fl]
