@@ -69,6 +69,17 @@ def test_loads_of_a_decision_that_moves_jobs_are_summed_anew_or_refused(topo, pe
         sim.step(Decision({1: st.running[1], 0: Placement((0,), (0,))}))
 
 
+def test_a_missing_placement_is_refused_for_a_waiting_or_unknown_job(topo, perf) -> None:
+    """The check that passes a running job's own placement object unchecked does not pass
+    ``None`` for a job with no placement."""
+    sim = Simulation(topo, [job(0, samples=1e9)], perf, ENG)
+    sim.reset()
+    with pytest.raises(InvalidDecisionError, match="placement must be a Placement"):
+        sim.step(Decision({0: None}))  # type: ignore[dict-item]
+    with pytest.raises(InvalidDecisionError, match="job 7: not active"):
+        sim.step(Decision({7: None}))  # type: ignore[dict-item]
+
+
 def test_kept_placement_with_a_new_arch_is_checked(topo, perf) -> None:
     sim = Simulation(topo, [_open(job(0, samples=1e9, arch="ps"))], perf, ENG)
     sim.reset()

@@ -161,7 +161,8 @@ def check_decision(
     all_kept = True
     for jid, pl in decision.placements.items():
         i = index.get(jid)
-        if pl is running.get(i) and i not in choices:  # a running job (so active), unchanged: checked when made
+        old = running.get(i)
+        if old is not None and pl is old and i not in choices:  # a running job (so active), unchanged: checked when made
             out[i] = pl
             continue
         if i is None or not is_active[i]:
