@@ -333,7 +333,7 @@ class AnalyticModel(PerformanceModel):
         return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
 
     def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Traffic of each job, from the cache or built (vectorised) for the missing ones."""
+        """Traffic of each job, from the cache or built (in one pass) for the missing ones."""
         keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
         out = [*map(self._rows.get, keys)]  # one lookup per job (a placement's hash is Python code)
         miss = [i for i, x in enumerate(out) if x is None]
@@ -390,7 +390,7 @@ class AnalyticModel(PerformanceModel):
 
     def _job_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
         """The terms of ``_solve`` that depend only on each job (model, mode,
-        batch size, placement), from the cache or built (vectorised) for the
+        batch size, placement), from the cache or built (in one pass) for the
         missing ones: the same expressions as a whole solve, split by job."""
         keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
         out = [*map(self._terms.get, keys)]  # one lookup per job (a placement's hash is Python code)
