@@ -81,6 +81,7 @@ intensity; the CPU home of a job's input pipeline is inferred, not placed.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -440,15 +441,14 @@ class AnalyticModel(PerformanceModel):
             job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
         pw = np.array(per_w, dtype=float).reshape(len(per_w), -1)  # (8, 0) where no worker at all
         t_a = np.array(tasks, dtype=np.int64)
-        cap = self.capacity
-        out = []
-        for i, (links, nbytes) in enumerate(self._traffic_rows(jobs, placements, batch)):
-            a, b = wcut[i], wcut[i + 1]
-            out.append(_Terms(
-                per_w=pw[:, a:b], tasks=t_a[tcut[i]:tcut[i + 1]], job=job_l[i],
-                rows=np.array((links, nbytes / cap[links])), size=(b - a, links.size),
-            ))
-        return out
+        # every job's traffic rows at once: link ids over their seconds at full rate
+        rows = self._traffic_rows(jobs, placements, batch)
+        links = np.concatenate([r[0] for r in rows])
+        lb = np.array((links, np.concatenate([r[1] for r in rows]) / self.capacity[links]))
+        rcut = [0, *itertools.accumulate(r[0].size for r in rows)]
+        return [_Terms(per_w=pw[:, wcut[i]:wcut[i + 1]], tasks=t_a[tcut[i]:tcut[i + 1]], job=job_l[i],
+                       rows=lb[:, rcut[i]:rcut[i + 1]], size=(wcut[i + 1] - wcut[i], rcut[i + 1] - rcut[i]))
+                for i in range(len(job_l))]
 
     def _gpu_speeds(self, model: str) -> list[float]:
         """Speed of ``model`` on each GPU (``Topology.type_speed``), as a Python list, kept per model."""
