@@ -315,3 +315,34 @@ def test_isolated_solve_is_each_job_alone_to_the_bit(options: dict) -> None:
     fresh = AnalyticModel(topo, CATALOGUE, **options)
     assert fresh.alone_speeds(jobs, pls, batch).tolist() == [model.alone_speed(j, pl, int(b))
                                                             for j, pl, b in zip(jobs, pls, batch)]
+
+
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1,
+                                          "straggler": 0.05}])
+def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict) -> None:
+    """``speeds_and_alone`` (the engine's call after jobs move: the moved
+    jobs' alone speeds solved in the joint pass, each on a cluster of its
+    own) gives exactly ``speeds`` and the one-job solves, and keeps them as
+    ``alone_speeds`` would."""
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4, nvlink_gbps=300.0)], racks=2))
+    rng = np.random.default_rng(1)
+    for trial in range(20):
+        jobs, pls = [], []
+        free = [int(g) for g in rng.permutation(topo.n_gpus)]
+        for i in range(int(rng.integers(1, 12))):
+            arch = "allreduce" if rng.random() < 0.4 else "ps"
+            mode = "async" if arch == "ps" and rng.random() < 0.3 else "sync"
+            w = min(int(rng.choice([1, 2, 3, 4, 8])), len(free))
+            if w == 0:
+                break
+            gpus, free = free[:w], free[w:]
+            jobs.append(mk(i, str(rng.choice(sorted(CATALOGUE))), w, arch=arch, mode=mode))
+            pls.append(Placement.of(sorted(gpus), rng.integers(topo.n_sockets, size=int(rng.integers(1, 4))) if arch == "ps" else ()))
+        batch = np.array([j.batch_size for j in jobs])
+        alone = sorted(set(rng.integers(len(jobs), size=int(rng.integers(1, 4))).tolist()))
+        model, ref = AnalyticModel(topo, CATALOGUE, **options), AnalyticModel(topo, CATALOGUE, **options)
+        sp, al = model.speeds_and_alone(jobs, pls, batch, alone)
+        assert sp.tolist() == ref.speeds(jobs, pls, batch).tolist(), trial
+        want = [ref._solve([jobs[i]], [pls[i]], batch[[i]], isolated=True)[0] for i in alone]
+        assert al.tolist() == want, trial
+        assert model.alone_speeds([jobs[i] for i in alone], [pls[i] for i in alone], batch[alone]).tolist() == want

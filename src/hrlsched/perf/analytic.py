@@ -372,6 +372,29 @@ class AnalyticModel(PerformanceModel):
         self._last = (sig, out.copy())
         return out
 
+    def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
+                         alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``speeds``, and ``alone_speeds`` of the jobs at positions ``alone``
+        (through its cache): the alone speeds not kept yet are solved in the
+        same pass as the joint speeds (``_solve``'s ``alone``), the same
+        numbers as an isolated solve."""
+        batch = np.asarray(batch_sizes, dtype=np.int64)
+        b = batch.tolist()
+        keys = [(jobs[i].model, jobs[i].arch, jobs[i].mode, b[i], placements[i].canonical()) for i in alone]
+        miss: dict[tuple, int] = {}  # the first position of each key not kept yet
+        for i, k in zip(alone, keys):
+            if k not in self._alone_cache:
+                miss.setdefault(k, i)
+        sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
+        if not miss or (self._last is not None and self._last[0] == sig):
+            return super().speeds_and_alone(jobs, placements, batch, alone)
+        out = self._solve(jobs, placements, batch, isolated=False, alone=list(miss.values()))
+        n = len(jobs)
+        for k, v in zip(miss, out[n:].tolist()):
+            self._alone_cache[k] = v
+        self._last = (sig, out[:n].copy())
+        return out[:n], np.array([self._alone_cache[k] for k in keys], dtype=float)
+
     def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
         return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.type_speed(job.model).max()))
 
@@ -458,15 +481,24 @@ class AnalyticModel(PerformanceModel):
             v = self._gpu_speed_l[model] = t.type_speed(model)[t.gpu_type].tolist()
         return v
 
-    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
+    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool,
+               alone: Sequence[int] = ()) -> np.ndarray:
         """Speeds of ``jobs``: all together (they share GPUs, sockets and
         links), or each alone (``isolated``). The per-job terms come from
         ``_job_terms`` (cached per job, model, batch size and placement); what
         depends on the other jobs (time-sharing, socket pressure, link
-        sharing) is solved here, vectorised over all jobs."""
-        n = len(jobs)
+        sharing) is solved here, vectorised over all jobs. ``alone``
+        (together only): then also, after them, the speed of each job at
+        these positions alone: a copy of its terms on a cluster of its own
+        (its GPUs, sockets and links numbered past the others'), where it
+        shares nothing, as in an isolated solve (its GPUs hold one worker
+        each and its socket counts only its own tasks, exactly)."""
         t = self.topology
         terms = self._job_terms(jobs, placements, batch)
+        if alone:
+            G, S, L = t.n_gpus, t.n_sockets, self.capacity.size
+            terms = terms + [terms[i].renumbered(k * G, k * S, k * L) for k, i in enumerate(alone, 1)]
+        n = len(terms)
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
         over0, bsz = jt[:, 2], jt[:, 3]
         all_sync = all(x.job[4] for x in terms)  # Python: numpy's call costs more on a few jobs
@@ -559,3 +591,12 @@ class _Terms:
     job: tuple[float, float, float, float, bool]
     rows: np.ndarray
     size: tuple[int, int]
+
+    def renumbered(self, gpus: int, sockets: int, links: int) -> _Terms:
+        """The same terms with its GPUs, sockets and links numbered from
+        ``gpus``, ``sockets`` and ``links`` on (``_solve``'s ``alone``)."""
+        per_w, rows = self.per_w.copy(), self.rows.copy()
+        per_w[6] += gpus
+        per_w[7] += sockets
+        rows[0] += links
+        return _Terms(per_w=per_w, tasks=self.tasks + sockets, job=self.job, rows=rows, size=self.size)

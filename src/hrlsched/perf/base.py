@@ -132,6 +132,15 @@ class PerformanceModel(ABC):
         skip worker counts that cannot win."""
         return None
 
+    def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
+                         alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``speeds`` of the jobs, and ``alone_speeds`` of those at positions
+        ``alone`` (the engine's jobs that have just moved); a backend may
+        solve both in one pass."""
+        sp = self.speeds(jobs, placements, batch_sizes)
+        ix = list(alone)
+        return sp, self.alone_speeds([jobs[i] for i in ix], [placements[i] for i in ix], np.asarray(batch_sizes)[ix])
+
     def alone_speeds(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray) -> np.ndarray:
         """``alone_speed`` of many (job, placement, batch size), through the
         same cache; the missing ones in one ``isolated_speeds`` call where the

@@ -445,16 +445,17 @@ class Simulation:
             jobs = st.jobs
             rj = [jobs[i] for i in keys]  # Python ints index a list faster than numpy ones
             rb = st.batch[ri]
-            sp = perf.speeds(rj, pls, rb)
+            # the jobs that moved: their speeds alone too (for the slowdown), in the same call
+            changed_set = set(changed)
+            moved = [k for k, i in enumerate(keys) if i in changed_set]
+            sp, alone = perf.speeds_and_alone(rj, pls, rb, moved)
             if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
             st.rate[ri] = sp * perf.efficiency(rj, pls, rb, st.progress[ri])
-            moved = [i for i in changed if i in running]
             if moved:
-                st.alone[moved] = perf.alone_speeds([st.jobs[i] for i in moved], [running[i] for i in moved],
-                                                    st.batch[moved])
+                st.alone[[keys[k] for k in moved]] = alone
             st.slowdown[ri] = np.maximum(st.alone[ri] / sp, 1.0)
         return True
 
