@@ -131,6 +131,11 @@ def check_choices(
     return out
 
 
+# Most jobs a decision may move for ``loads_after`` (beyond, ``decision_loads``' one vectorised pass
+# is faster: about 40 us for 15 running jobs, against 20-30 us for one to three moved jobs).
+LOADS_AFTER_MAX = 3
+
+
 def check_decision(
     decision: object,
     st: SimState,
@@ -159,11 +164,13 @@ def check_decision(
     out: dict[int, Placement] = {}
     running, is_active = st.running, st.is_active
     all_kept = True
+    kept = 0
     for jid, pl in decision.placements.items():
         i = index.get(jid)
         old = running.get(i)
         if old is not None and pl is old and i not in choices:  # a running job (so active), unchanged: checked when made
             out[i] = pl
+            kept += 1
             continue
         if i is None or not is_active[i]:
             raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
@@ -179,7 +186,9 @@ def check_decision(
         # Every placement is a running one, unchanged: a subset of the running set, which is a
         # subset of the last decision's, checked as a whole (loads only grow with more tasks).
         return out, None, choices
-    if whole_loads:
+    # Jobs that move, start or stop: a few (a placement phase's) are taken off and put back one
+    # by one; more (an allocation's restarts) are summed anew in one vectorised pass.
+    if whole_loads and (len(out) - kept) + (len(running) - kept) <= LOADS_AFTER_MAX:
         new_loads = loads_after(out, st, topo, res, max_share)
         if new_loads is not None:
             return out, new_loads, choices
