@@ -339,7 +339,7 @@ def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict)
             jobs.append(mk(i, str(rng.choice(sorted(CATALOGUE))), w, arch=arch, mode=mode))
             pls.append(Placement.of(sorted(gpus), rng.integers(topo.n_sockets, size=int(rng.integers(1, 4))) if arch == "ps" else ()))
         batch = np.array([j.batch_size for j in jobs])
-        alone = sorted(set(rng.integers(len(jobs), size=int(rng.integers(1, 4))).tolist()))
+        alone = sorted(set(rng.integers(len(jobs), size=int(rng.integers(1, 6))).tolist()))  # (over 3: apart)
         model, ref = AnalyticModel(topo, CATALOGUE, **options), AnalyticModel(topo, CATALOGUE, **options)
         sp, al = model.speeds_and_alone(jobs, pls, batch, alone)
         assert sp.tolist() == ref.speeds(jobs, pls, batch).tolist(), trial

@@ -116,6 +116,8 @@ GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 # traffic is summed with a dense bincount rather than np.unique.
 _ROUTE_TABLE_MAX = 1 << 18
 _DENSE_KEYS_MAX = 1 << 16
+# Most jobs solved alone as copies in a joint solve (``speeds_and_alone``).
+_ALONE_COPIES_MAX = 3
 
 
 class AnalyticModel(PerformanceModel):
@@ -375,9 +377,9 @@ class AnalyticModel(PerformanceModel):
     def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
                          alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``speeds``, and ``alone_speeds`` of the jobs at positions ``alone``
-        (through its cache): the alone speeds not kept yet are solved in the
-        same pass as the joint speeds (``_solve``'s ``alone``), the same
-        numbers as an isolated solve."""
+        (through its cache): the alone speeds not kept yet, where they are a
+        few, are solved in the same pass as the joint speeds (``_solve``'s
+        ``alone``), the same numbers as an isolated solve."""
         batch = np.asarray(batch_sizes, dtype=np.int64)
         b = batch.tolist()
         keys = [(jobs[i].model, jobs[i].arch, jobs[i].mode, b[i], placements[i].canonical()) for i in alone]
@@ -386,7 +388,8 @@ class AnalyticModel(PerformanceModel):
             if k not in self._alone_cache:
                 miss.setdefault(k, i)
         sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
-        if not miss or (self._last is not None and self._last[0] == sig):
+        # (many at once, as an allocation's restarts: one isolated solve of them all is cheaper than copies)
+        if not miss or len(miss) > _ALONE_COPIES_MAX or (self._last is not None and self._last[0] == sig):
             return super().speeds_and_alone(jobs, placements, batch, alone)
         out = self._solve(jobs, placements, batch, isolated=False, alone=list(miss.values()))
         n = len(jobs)
