@@ -15,7 +15,7 @@ from hrlsched.contract import Decision, InvalidDecisionError
 from hrlsched.core import CATALOGUE
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.sim import EngineConfig, Simulation
-from hrlsched.sim.validation import loads
+from hrlsched.sim.validation import decision_loads, loads, loads_after
 from tests.conftest import small_spec
 from tests.helpers import job
 
@@ -44,6 +44,40 @@ def test_kept_placements_after_a_preemption_leave_the_loads_of_what_runs(topo, p
     sim.step(Decision({0: kept}))
     sim.step(Decision({0: kept, 1: b}))
     assert sim.state.gpu_tasks[4] == 1 and sim.state.restarts[1] == 1
+
+
+def test_loads_of_a_decision_that_moves_jobs_are_summed_anew_or_refused(topo, perf) -> None:
+    """``loads_after`` (the running jobs' loads with the jobs that move taken
+    off and put back) gives ``decision_loads``' numbers to the bit, and leaves
+    a decision over a limit to ``decision_loads``' error."""
+    jobs = [job(0, samples=1e9, gpus=2), job(1, samples=1e9), job(2, samples=1e9, gpus=2)]
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    assert sim._whole_loads
+    st = sim.state
+    steps = [{0: Placement((0, 1), (0,)), 1: Placement((4,), (2,))},
+             {0: Placement((2, 3), (1,)), 1: Placement((4,), (2,)), 2: Placement((5, 6), (2, 3))},  # 0 moves, 2 starts
+             {1: Placement((0,), (0,)), 2: Placement((5, 6), (2, 3))}]  # 0 preempted, 1 moves
+    for placements in steps:
+        kept = {i: st.running[i] if st.running.get(i) == pl else pl for i, pl in placements.items()}  # as kept
+        out = {i: pl.canonical() for i, pl in kept.items()}
+        assert [a.tobytes() for a in loads_after(out, st, topo, sim.res, 1)] == \
+            [a.tobytes() for a in decision_loads(out, topo, sim.res, 1, st.jobs)]
+        sim.step(Decision(kept))
+    assert loads_after({**st.running, 0: Placement((0,), (0,))}, st, topo, sim.res, 1) is None  # GPU 0 is job 1's
+    with pytest.raises(InvalidDecisionError, match="workers on GPU 0"):
+        sim.step(Decision({1: st.running[1], 0: Placement((0,), (0,))}))
+
+
+def test_a_missing_placement_is_refused_for_a_waiting_or_unknown_job(topo, perf) -> None:
+    """The check that passes a running job's own placement object unchecked does not pass
+    ``None`` for a job with no placement."""
+    sim = Simulation(topo, [job(0, samples=1e9)], perf, ENG)
+    sim.reset()
+    with pytest.raises(InvalidDecisionError, match="placement must be a Placement"):
+        sim.step(Decision({0: None}))  # type: ignore[dict-item]
+    with pytest.raises(InvalidDecisionError, match="job 7: not active"):
+        sim.step(Decision({7: None}))  # type: ignore[dict-item]
 
 
 def test_kept_placement_with_a_new_arch_is_checked(topo, perf) -> None:

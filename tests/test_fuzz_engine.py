@@ -26,6 +26,7 @@ from hrlsched.policies.placement.occupancy import Occupancy
 from hrlsched.policies.registry import make_scheduler
 from hrlsched.sim.engine import Simulator
 from hrlsched.sim.simulation import EngineConfig, Simulation
+from hrlsched.sim.validation import loads
 from tests.conftest import fuzz_tally_dir
 
 CASES = {"random decisions": 0, "random policies": 0}
@@ -106,6 +107,11 @@ def _episode(sim: Simulation, decide, share: int, seed: int) -> None:  # noqa: A
             assert st_.is_active[i] and not st_.done[i]
         running = np.zeros(len(st_.jobs), dtype=bool)
         running[list(st_.running)] = True
+        # the engine's loads (kept from step to step, and taken as a decision's starting point) are
+        # its running jobs', to the bit
+        want = loads(sim.topo, list(st_.running.values()), list(st_.running), sim.res)
+        for have, w in zip((st_.gpu_tasks, st_.cores_used, st_.mem_used), want):
+            assert have.tobytes() == w.astype(have.dtype).tobytes(), "loads of the running jobs"
         assert np.all(st_.n_workers[~running] == 0), "workers counted for a job that does not run"
         if last_progress is not None:
             assert np.all(st_.progress >= last_progress - 1e-9), "work never decreases"

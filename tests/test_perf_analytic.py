@@ -230,6 +230,33 @@ def test_vectorised_traffic_matches_the_routing_rules(monkeypatch: pytest.Monkey
         assert np.array_equal(links, l0) and np.array_equal(nbytes, b0)
 
 
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1}])
+def test_traffic_of_many_jobs_is_each_jobs_own_to_the_bit(options: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A build of many jobs at once (a first decision point) gives each job
+    exactly the rows of its one-job build (a job that moved), whether the
+    routes come from the table or are routed path by path."""
+    spec = ClusterSpec(server_groups=[ServerGroupSpec(count=3), ServerGroupSpec(count=2, nvlink_gbps=300.0)], racks=2)
+    topo = Topology.from_spec(spec)
+    rng = np.random.default_rng(7)
+    jobs, pls = [], []
+    for i in range(40):
+        w = int(rng.integers(1, 9))
+        arch = "ps" if i % 2 else "allreduce"
+        gpus = tuple(int(g) for g in rng.choice(topo.n_gpus, w, replace=False))
+        ps = tuple(int(s) for s in rng.integers(0, topo.n_sockets, int(rng.integers(1, 4)))) if arch == "ps" else ()
+        jobs.append(mk(i, str(rng.choice(["vgg-16", "resnet-50", "dssm"])), w, arch=arch, mode="async" if i % 6 == 1 else "sync"))
+        pls.append(Placement(gpus, ps))
+    batch = np.array([j.batch_size for j in jobs])
+    m = AnalyticModel(topo, CATALOGUE, **options)
+    together = m._build_traffic(jobs, pls, batch)
+    for i, (links, nbytes) in enumerate(together):
+        (l1, b1), = m._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
+        assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()
+    monkeypatch.setattr(analytic, "_ROUTE_TABLE_MAX", 0)
+    for (links, nbytes), (l0, b0) in zip(together, AnalyticModel(topo, CATALOGUE, **options)._build_traffic(jobs, pls, batch)):
+        assert np.array_equal(links, l0) and nbytes.tobytes() == b0.tobytes()
+
+
 def test_links_are_full_duplex(model: AnalyticModel) -> None:
     j = mk(0, "vgg-16", 2, arch="allreduce")
     links, nbytes = model.traffic(j, Placement((0, 8)), j.batch_size)  # one GPU on each of two servers
@@ -288,3 +315,34 @@ def test_isolated_solve_is_each_job_alone_to_the_bit(options: dict) -> None:
     fresh = AnalyticModel(topo, CATALOGUE, **options)
     assert fresh.alone_speeds(jobs, pls, batch).tolist() == [model.alone_speed(j, pl, int(b))
                                                             for j, pl, b in zip(jobs, pls, batch)]
+
+
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1,
+                                          "straggler": 0.05}])
+def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict) -> None:
+    """``speeds_and_alone`` (the engine's call after jobs move: the moved
+    jobs' alone speeds solved in the joint pass, each on a cluster of its
+    own) gives exactly ``speeds`` and the one-job solves, and keeps them as
+    ``alone_speeds`` would."""
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4, nvlink_gbps=300.0)], racks=2))
+    rng = np.random.default_rng(1)
+    for trial in range(20):
+        jobs, pls = [], []
+        free = [int(g) for g in rng.permutation(topo.n_gpus)]
+        for i in range(int(rng.integers(1, 12))):
+            arch = "allreduce" if rng.random() < 0.4 else "ps"
+            mode = "async" if arch == "ps" and rng.random() < 0.3 else "sync"
+            w = min(int(rng.choice([1, 2, 3, 4, 8])), len(free))
+            if w == 0:
+                break
+            gpus, free = free[:w], free[w:]
+            jobs.append(mk(i, str(rng.choice(sorted(CATALOGUE))), w, arch=arch, mode=mode))
+            pls.append(Placement.of(sorted(gpus), rng.integers(topo.n_sockets, size=int(rng.integers(1, 4))) if arch == "ps" else ()))
+        batch = np.array([j.batch_size for j in jobs])
+        alone = sorted(set(rng.integers(len(jobs), size=int(rng.integers(1, 6))).tolist()))  # (over 3: apart)
+        model, ref = AnalyticModel(topo, CATALOGUE, **options), AnalyticModel(topo, CATALOGUE, **options)
+        sp, al = model.speeds_and_alone(jobs, pls, batch, alone)
+        assert sp.tolist() == ref.speeds(jobs, pls, batch).tolist(), trial
+        want = [ref._solve([jobs[i]], [pls[i]], batch[[i]], isolated=True)[0] for i in alone]
+        assert al.tolist() == want, trial
+        assert model.alone_speeds([jobs[i] for i in alone], [pls[i] for i in alone], batch[alone]).tolist() == want

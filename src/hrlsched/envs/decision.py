@@ -915,22 +915,18 @@ class DecisionPoint:
                     out[i] = v
         return out
 
-    def _job_facts(self, job: Job, key: tuple) -> tuple[float, ...]:
+    def _job_facts(self, job: Job, key: tuple, req: float, more: float, now: float) -> tuple[float, ...]:
         """What the job matrix needs of a job that does not move while its
         allocation stays (``key``: job, architecture, mode, batch size,
-        workers, PSs): its workers and PSs; predicted speeds alone at its
-        request, with one more worker and at its current allocation; its
-        profile and choices."""
-        _, _, _, bs, w0, p0 = key
-        p1 = max(p0, 1) if job.arch == "ps" else 0
+        workers, PSs): its workers and PSs; its predicted speeds alone at its
+        request, with one more worker and at its current allocation (given);
+        its profile, choices and arrival time."""
+        _, _, _, _, w0, p0 = key
         prof, base = self.profiles[job.model], self.base_jobs[job.job_id]
         v = self._facts[key] = (
-            w0, p0,
-            self._speed(job, job.requested_gpus, job.num_ps_requested, bs),
-            self._speed(job, w0 + 1, p1, bs) if w0 + 1 <= self.topo.n_gpus else 0.0,
-            self._speed(job, w0, p1, bs),
+            w0, p0, req, more, now,
             prof.params_mb / 1000.0, prof.sample_time_s * 1000.0, job.requested_gpus / F.WORKER_SCALE,
-            job.arch == "ps", job.mode == "async", base.arch_open, base.mode_open,
+            job.arch == "ps", job.mode == "async", base.arch_open, base.mode_open, job.arrival_s,
         )
         return v
 
@@ -942,9 +938,7 @@ class DecisionPoint:
         get = self._facts.get
         rows: list = []
         miss = []  # (row, job, key) of the facts not kept yet
-        arrival = []  # for the age column (``view.age_s``, from this loop rather than another pass)
         for j, pl, b in zip(view.jobs[:n], view.placements[:n], view.batch_sizes[:n].tolist()):
-            arrival.append(j.arrival_s)
             key = (j.job_id, j.arch, j.mode, b, 0, 0) if pl is None else \
                 (j.job_id, j.arch, j.mode, b, len(pl.gpus), len(pl.ps_sockets))
             r = get(key)
@@ -952,37 +946,40 @@ class DecisionPoint:
                 miss.append((len(rows), j, key))
             rows.append(r)
         if miss:
-            need = []  # the speeds the missing facts need, in one call
+            need = []  # the speeds the missing facts need, in one call: at the request, now, one more worker
             for _, j, (_, _, _, b, w0, p0) in miss:
                 p1 = max(p0, 1) if j.arch == "ps" else 0
                 need += [(j, j.requested_gpus, j.num_ps_requested, b), (j, w0, p1, b)]
                 if w0 + 1 <= self.topo.n_gpus:
                     need.append((j, w0 + 1, p1, b))
-            self._speeds(need)
+            sp = self._speeds(need)
+            at = 0
             for i, j, key in miss:
-                rows[i] = self._job_facts(j, key)
-        facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=12 * n).reshape(n, 12)
-        cw, cp = facts[:, 0], facts[:, 1]
+                more = key[4] + 1 <= self.topo.n_gpus
+                rows[i] = self._job_facts(j, key, sp[at], sp[at + 2] if more else 0.0, sp[at + 1])
+                at += 3 if more else 2
+        facts = np.fromiter(itertools.chain.from_iterable(rows), dtype=float, count=13 * n).reshape(n, 13)
+        cw = facts[:, 0]
         req = np.maximum(facts[:, 2], 1e-12)
         prog, rem = view.progress[:n], view.remaining[:n]
         o = out[:n]
         o[:, 0] = 1.0
         o[:, 4] = cw > 0
-        o[:, 5] = cw / F.WORKER_SCALE
-        o[:, 6] = cp / F.WORKER_SCALE
-        o[:, 7] = np.log1p((view.time_s - np.array(arrival, dtype=float)) / F.HOUR)
+        o[:, 5:7] = facts[:, :2] / F.WORKER_SCALE  # workers, PSs
+        o[:, 7] = np.log1p((view.time_s - facts[:, 12]) / F.HOUR)
         o[:, 8] = prog / np.maximum(prog + rem, 1e-12)
         o[:, 9] = np.log1p(rem / req / F.HOUR)
         o[:, 10] = view.speed[:n] / req
         o[:, 11] = (facts[:, 3] - facts[:, 4]) / req
-        o[:, 12:19] = facts[:, 5:]
+        o[:, 12:19] = facts[:, 5:12]
         o[:, 19] = np.log1p(view.restarts[:n])
         o[:, 20] = np.log1p(view.attained_gpu_s[:n] / F.HOUR)
         if self._hints:
             hw = self._hints
             o[:, 21] = [(hw[j.job_id].workers if j.job_id in hw else 0) / F.WORKER_SCALE for j in view.jobs[:n]]
         self._req_speed = req
-        return np.clip(out, -F.BIG, F.BIG)
+        np.clip(o, -F.BIG, F.BIG, out=o)  # (the padding rows are zero)
+        return out
 
     def _slot_speed_vector(self, k: int, slots: np.ndarray) -> np.ndarray:
         """Predicted speed alone of job ``k`` at every menu slot (wait and keep:

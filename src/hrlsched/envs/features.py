@@ -101,11 +101,12 @@ def link_utilisation(perf: object, view: ClusterView, n_links: int) -> np.ndarra
     capacity = getattr(perf, "capacity", None)
     if traffic is None or capacity is None or getattr(perf, "n_links", -1) != n_links:
         return None
-    run = [i for i, (pl, sp) in enumerate(zip(view.placements, view.speed.tolist())) if pl is not None and sp > 0]
+    pls = view.placements
+    run = [i for i in np.flatnonzero(view.speed > 0).tolist() if pls[i] is not None]  # numpy finds the running jobs
     if not run:
         return np.zeros(n_links)
     bs = view.batch_sizes[run]
-    rows = traffic([view.jobs[i] for i in run], [view.placements[i] for i in run], bs)
+    rows = traffic([view.jobs[i] for i in run], [pls[i] for i in run], bs)
     rate = view.speed[run] / bs
     # bytes x rate row by row, as one product over the rows (each job's rate repeated)
     weights = np.concatenate([r[1] for r in rows]) * np.repeat(rate, [r[0].size for r in rows])

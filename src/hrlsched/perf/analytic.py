@@ -62,10 +62,11 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   all-reduce is refused with a ValueError.
 
 Per-job traffic (the (link, bytes) rows) is cached per placement
-signature; the rows of all placements not yet seen are built in one pass
-over flattened (job, worker, PS) and ring-edge arrays, routed with masks
-and summed per (job, link) with ``np.unique`` / ``np.bincount`` (no loop
-over GPUs or links). A call with the same jobs and placements as the last one
+signature; the rows of all placements not yet seen are built in one pass:
+their paths listed task by task (Python numbers: a build has a job or two),
+then routed from a per-topology table (or with masks, on a large topology)
+and summed per (job, link) with ``np.bincount`` / ``np.unique`` over the
+flattened rows (no loop over links). A call with the same jobs and placements as the last one
 returns its result; otherwise the fixed point is re-solved for all jobs at
 once, vectorised over all (job, link) rows. (Re-solving only the connected
 groups of jobs whose neighbourhood changed was tried and measured slower:
@@ -110,11 +111,13 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
     return {"contention": float(k)}
 
 GBPS = 1e9 / 8  # bytes per second in one Gbit/s
-# Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology (at most
-# about 20 MB; 64 GPUs and 16 sockets: 5,120), and (job, link) keys up to which traffic is
-# summed with a dense bincount rather than np.unique.
+# Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology, both ways
+# (at most about 20 MB; 64 GPUs and 16 sockets: 5,120 paths), and (job, link) keys up to which
+# traffic is summed with a dense bincount rather than np.unique.
 _ROUTE_TABLE_MAX = 1 << 18
 _DENSE_KEYS_MAX = 1 << 16
+# Most jobs solved alone as copies in a joint solve (``speeds_and_alone``).
+_ALONE_COPIES_MAX = 3
 
 
 class AnalyticModel(PerformanceModel):
@@ -167,6 +170,11 @@ class AnalyticModel(PerformanceModel):
         self.socket_gpus = np.bincount(t.gpu_socket, minlength=t.n_sockets).astype(float)
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
         self._route_table: np.ndarray | None = None  # see _paths
+        # the topology's maps as Python lists (read per task where a build has a few tasks)
+        self._gpu_socket_l, self._gpu_server_l = t.gpu_socket.tolist(), t.gpu_server.tolist()
+        self._socket_server_l = t.socket_server.tolist()
+        self._socket_gpus_l = self.socket_gpus.tolist()
+        self._gpu_speed_l: dict[str, list[float]] = {}  # see _gpu_speeds
         self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
 
@@ -200,131 +208,117 @@ class AnalyticModel(PerformanceModel):
         path, kind = np.nonzero(on.T)  # path by path
         return path, links[kind, path]
 
-    def _paths(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``_route``'s rows, read from a table of every path of the topology
-        (GPU to GPU, GPU to socket; routed once, on first use) where that table
-        is small: one lookup instead of some thirty numpy calls per build."""
+    def _paths(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The directed links of paths ``idx``, each ``a * m + c`` for a path
+        from GPU ``a`` (``m``: GPUs + sockets) to GPU ``c`` or, where ``c >= G``,
+        to socket ``c - G``, plus ``G * m`` for the same path the other way
+        (each link in its other direction: a pull, an input read): (path
+        index, link id) incidence rows, path by path, in ``_route``'s order.
+        Read from a table of every path of the topology (routed once, on first
+        use) where that table is small: one lookup instead of some thirty
+        numpy calls per build."""
         t = self.topology
-        G, m = t.n_gpus, t.n_gpus + t.n_sockets
+        G, m, D = t.n_gpus, t.n_gpus + t.n_sockets, self.n_links
         if G * m > _ROUTE_TABLE_MAX:
-            return self._route(a, dst_socket, b)
+            rev = idx >= G * m
+            a, col = np.divmod(np.where(rev, idx - G * m, idx), m)
+            path, link = self._route(a, np.maximum(col - G, 0), np.where(col < G, col, -1))
+            return path, np.where(rev[path], (link + D) % (2 * D), link)
         tab = self._route_table
         if tab is None:
             col = np.tile(np.arange(m), G)
             path, link = self._route(np.repeat(np.arange(G), m), np.maximum(col - G, 0), np.where(col < G, col, -1))
             cnt = np.bincount(path, minlength=G * m)
-            tab = np.full((G * m, int(cnt.max())), -1, dtype=np.int64)  # a path's links in _route's order, -1 after
+            tab = np.full((G * m, int(cnt.max())), -1, dtype=np.int32)  # a path's links in _route's order, -1 after
             tab[path, np.arange(path.size) - np.repeat(np.cumsum(cnt) - cnt, cnt)] = link
-            self._route_table = tab
-        rows = tab[a * m + np.where(b >= 0, b, G + dst_socket)]
+            # then every path the other way: the same links in their other direction
+            tab = self._route_table = np.concatenate([tab, np.where(tab >= 0, (tab + D) % (2 * D), -1)])
+        rows = tab[idx]
         path, kind = (rows >= 0).nonzero()  # path by path
         return path, rows[path, kind]
 
     def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """(link ids, bytes per iteration) of each job, built for all of them at
-        once over flattened (job, GPU) / (job, GPU, PS) / (job, ring edge)
-        arrays; no loop over GPUs or links."""
+        once: the paths of every job (its tasks, as Python numbers: a build has
+        a job or two, and numpy calls on arrays of a few entries cost more than
+        they save), then their links routed and summed per (job, link) over
+        flattened rows, with no loop over links."""
         t = self.topology
         n = len(jobs)
-        # Per job, as Python numbers in one pass (the jobs are those first seen, few; numpy
-        # calls on arrays of one or two entries cost more): workers, PSs, PS shard bytes
-        # and ring edge bytes (with whether the job has such traffic), input bytes per worker, S and
-        # the bytes on a path (S, or the real gradient size inside a server: scaled to S below).
-        w_l, p_l, ps_l, shard_l, ring_l, edge_l, inp_l, S_l, grad_l = [], [], [], [], [], [], [], [], []
-        for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
+        G = t.n_gpus
+        m, rev = G + t.n_sockets, G * (G + t.n_sockets)  # a path's index: see _paths
+        gsock, gsrv, ssrv = self._gpu_socket_l, self._gpu_server_l, self._socket_server_l
+        # Per path: its index, job and bytes, in the rows' order (all pushes, all pulls, all
+        # inputs, all ring edges; the jobs in order within each kind): the per-link sums below
+        # add each link's rows in that order, as always.
+        push: list[int] = []
+        push_job: list[int] = []
+        push_b: list[float] = []
+        inp_p: list[int] = []
+        inp_job: list[int] = []
+        inp_b: list[float] = []
+        ring_p: list[int] = []
+        ring_job: list[int] = []
+        ring_b: list[float] = []
+        # Per job, the factor on its gradient bytes over network links (only with options that
+        # are not neutral: see below).
+        scaled = self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0
+        net_scale: list[float] = []
+        for i, (j, pl, b) in enumerate(zip(jobs, placements, np.asarray(batch).tolist())):
             pr = self.profile(j)
-            w, p = len(pl.gpus), len(pl.ps_sockets)
+            gpus = sorted(pl.gpus)  # the ring's order
+            ps = pl.ps_sockets
+            w, p = len(gpus), len(ps)
             S = pr.theta[2] * self.ref_bytes_s
             P = pr.params_mb * 1e6
             grad = (P if P > 0 else S) if self.intra_params else S
             local = b / w if j.mode == "sync" else float(b)
-            w_l.append(w)
-            p_l.append(p)
-            ps_l.append(j.arch == "ps" and p > 0)
-            shard_l.append(grad / max(p, 1))
-            ring_l.append(j.arch == "allreduce" and w > 1)
-            edge_l.append(2.0 * (w - 1) / max(w, 1) * grad)
-            inp_l.append(local * pr.input_mb_per_sample * 1e6)
-            S_l.append(S)
-            grad_l.append(grad)
-        w, p = np.array(w_l), np.array(p_l)
-        is_ps, is_ring = np.array(ps_l), np.array(ring_l)
-        inp = np.array(inp_l)
-        # Workers sorted within each job (the ring's order), PS sockets flat.
-        g = np.fromiter((x for pl in placements for x in pl.gpus), dtype=np.int64, count=sum(w_l))
-        gjob = np.repeat(np.arange(n), w)
-        g = g[np.lexsort((g, gjob))]
-        s = np.fromiter((x for pl in placements for x in pl.ps_sockets), dtype=np.int64, count=sum(p_l))
-        sjob = np.repeat(np.arange(n), p)
-
-        # (The pairs of a kind no job has are empty: skipped, a build has a job or two.)
-        none_i, none_f = np.zeros(0, dtype=np.int64), np.zeros(0)
-        # PS: every worker exchanges its shard S/p with every PS.
-        ps_pairs = (none_i, none_i, none_i, none_f)
-        if any(ps_l):
-            wp = np.where(is_ps[gjob], p[gjob], 0)
-            wi = np.repeat(np.arange(g.size), wp)
-            k = np.arange(wi.size) - np.repeat(wp.cumsum() - wp, wp)  # PS index within the job
-            jj = gjob[wi]
-            sstart = p.cumsum() - p
-            ps_pairs = (g[wi], s[sstart[jj] + k], jj, np.array(shard_l)[jj])
-        # Ring: each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order).
-        ring = (none_i, none_i, none_i, none_f)
-        if any(ring_l):
-            rw = is_ring[gjob]
-            nxt = np.arange(1, g.size + 1)
-            gstart = w.cumsum() - w
-            last = nxt == gstart[gjob] + w[gjob]
-            nxt[last] = gstart[gjob][last]
-            ring = (g[rw], g[nxt][rw], gjob[rw], np.array(edge_l)[gjob][rw])
-        # Input pipeline: from the job's CPU home on each server (the socket
-        # with most of its tasks there; the lowest on a tie) to each worker.
-        NS = t.n_sockets
-        cnt = np.bincount(np.concatenate([gjob * NS + t.gpu_socket[g], sjob * NS + s]))  # tasks per (job, socket)
-        u = cnt.nonzero()[0]
-        cnt = cnt[u]
-        ujob, usock = u // NS, u % NS
-        srv_key = ujob * t.n_servers + t.socket_server[usock]
-        pick = np.lexsort((usock, -cnt, srv_key))
-        sk = srv_key[pick]
-        first = np.empty(sk.size, dtype=bool)
-        first[0] = True
-        np.not_equal(sk[1:], sk[:-1], out=first[1:])
-        hkeys, hsock = sk[first], usock[pick][first]
-        iw = inp[gjob] > 0
-        home = hsock[np.searchsorted(hkeys, gjob * t.n_servers + t.gpu_server[g])]
-
-        D = self.n_links
-        n_ps, n_in, n_ring = ps_pairs[0].size, int(np.count_nonzero(iw)), ring[0].size
-        # The paths of the push (worker -> PS), of the input (host -> worker, routed from the
-        # worker) and of the ring, routed at once; their rows come path by path.
-        pi_a, link_a = self._paths(np.concatenate([ps_pairs[0], g[iw], ring[0]]),
-                                   np.concatenate([ps_pairs[1], home[iw], np.zeros(n_ring, dtype=np.int64)]),
-                                   np.concatenate([np.full(n_ps + n_in, -1), ring[1]]))
-        m = int(np.searchsorted(pi_a, n_ps))
-        pi_p, link_p, pi_o, link_o = pi_a[:m], link_a[:m], pi_a[m:], link_a[m:]
-        # Pull (PS -> worker) and input (host -> GPU) run the other way.
-        pi = np.concatenate([pi_p, pi_p + n_ps, pi_o + n_ps])
-        link = np.concatenate([link_p, (link_p + D) % (2 * D),
-                               np.where(pi_o < n_ps + n_in, (link_o + D) % (2 * D), link_o)])
-        nbytes = np.concatenate([ps_pairs[3], ps_pairs[3], inp[gjob][iw], ring[3]])
-        pjob = np.concatenate([ps_pairs[2], ps_pairs[2], gjob[iw], ring[2]])
-        # Gradient traffic on network links (NIC, rack uplink): theta2-sized
-        # bytes (S / grad) and, for rings, the measured spread efficiency and
-        # host staging (servers spanned, most workers on one server). With
-        # the neutral options every factor is exactly 1: skipped (the default).
-        if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
-            S, grad = np.array(S_l), np.array(grad_l)
-            js, js_cnt = np.unique(gjob * t.n_servers + t.gpu_server[g], return_counts=True)
-            n_srv = np.bincount(js // t.n_servers, minlength=n)
-            g_most = np.zeros(n, dtype=np.int64)
-            np.maximum.at(g_most, js // t.n_servers, js_cnt)
-            ring_f = np.where(n_srv > 2, self.ring_spread_eff, 1.0) * (1.0 + self.host_staging * (g_most - 1))
-            net_scale = np.divide(S, grad, out=np.ones(n), where=grad > 0) * np.where(is_ring, ring_f, 1.0)
-            grad_row = np.repeat([True, False, True], [2 * n_ps, n_in, n_ring])
+            is_ring = j.arch == "allreduce" and w > 1
+            if j.arch == "ps" and p > 0:  # every worker exchanges its shard S/p with every PS
+                push += [g * m + c for g in gpus for c in [G + s for s in ps]]
+                push_job += [i] * (w * p)
+                push_b += [grad / p] * (w * p)
+            inp = local * pr.input_mb_per_sample * 1e6
+            if inp > 0:
+                # Input pipeline: from the job's CPU home on each server (the socket with most
+                # of its tasks there; the lowest on a tie) to each worker.
+                tasks = [gsock[g] for g in gpus] + list(ps)  # the socket of each task
+                home: dict[int, int] = {}
+                for s in sorted(set(tasks)):
+                    h = home.get(ssrv[s])
+                    if h is None or tasks.count(s) > tasks.count(h):
+                        home[ssrv[s]] = s
+                inp_p += [rev + g * m + G + home[gsrv[g]] for g in gpus]  # host -> GPU: the path the other way
+                inp_job += [i] * w
+                inp_b += [inp] * w
+            if is_ring:  # each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order)
+                ring_p += [g * m + nxt for g, nxt in zip(gpus, gpus[1:] + gpus[:1])]
+                ring_job += [i] * w
+                ring_b += [2.0 * (w - 1) / max(w, 1) * grad] * w
+            if scaled:
+                # servers spanned and most workers on one server (rings: the measured spread
+                # efficiency and host staging)
+                per_srv: dict[int, int] = {}
+                for g in gpus:
+                    per_srv[gsrv[g]] = per_srv.get(gsrv[g], 0) + 1
+                ring_f = (self.ring_spread_eff if len(per_srv) > 2 else 1.0) * \
+                    (1.0 + self.host_staging * (max(per_srv.values()) - 1))
+                net_scale.append((S / grad if grad > 0 else 1.0) * (ring_f if is_ring else 1.0))
+        # Pull (PS -> worker) is each push the other way.
+        n_grad = 2 * len(push)
+        path_ix = np.array(push + [rev + x for x in push] + inp_p + ring_p, dtype=np.int64)
+        pjob = np.array(push_job + push_job + inp_job + ring_job, dtype=np.int64)
+        nbytes = np.array(push_b + push_b + inp_b + ring_b)
+        pi, link = self._paths(path_ix)
+        # Gradient traffic on network links (NIC, rack uplink): theta2-sized bytes (S / grad)
+        # and, for rings, the spread efficiency and host staging. With the neutral options
+        # every factor is exactly 1: skipped (the default).
+        if scaled:
+            D = self.n_links
+            grad_row = (pi < n_grad) | (pi >= n_grad + len(inp_p))  # pushes, pulls, ring edges
             phys = link % D
-            on_net = grad_row[pi] & (phys >= self.off_nic) & (phys < self.off_nvl)
-            row_bytes = nbytes[pi] * np.where(on_net, net_scale[pjob[pi]], 1.0)
+            on_net = grad_row & (phys >= self.off_nic) & (phys < self.off_nvl)
+            row_bytes = nbytes[pi] * np.where(on_net, np.array(net_scale)[pjob[pi]], 1.0)
         else:
             row_bytes = nbytes[pi]
         # Sum bytes per (job, directed link), then split the rows by job. bincount adds each
@@ -337,20 +331,21 @@ class AnalyticModel(PerformanceModel):
         else:
             keys, inv = np.unique(key, return_inverse=True)
             tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
-        cut = np.searchsorted(keys // L, np.arange(n + 1)).tolist()
+        cut = np.searchsorted(keys, [i * L for i in range(n + 1)]).tolist()
         links = keys % L
         return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
 
     def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """Traffic of each job, from the cache or built (vectorised) for the missing ones."""
-        keys = [(j.model, j.arch, j.mode, int(b), pl) for j, pl, b in zip(jobs, placements, batch)]
-        miss = [i for i, k in enumerate(keys) if k not in self._rows]
+        """Traffic of each job, from the cache or built (in one pass) for the missing ones."""
+        keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
+        out = [*map(self._rows.get, keys)]  # one lookup per job (a placement's hash is Python code)
+        miss = [i for i, x in enumerate(out) if x is None]
         if miss:
             built = self._build_traffic([jobs[i] for i in miss], [placements[i] for i in miss],
                                         np.asarray(batch)[miss])
             for i, r in zip(miss, built):
-                self._rows[keys[i]] = r
-        return [self._rows[k] for k in keys]
+                out[i] = self._rows[keys[i]] = r
+        return out  # type: ignore[return-value]
 
     def traffic(self, job: Job, pl: Placement, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """(link ids, bytes per iteration) of one job at one placement."""
@@ -379,6 +374,30 @@ class AnalyticModel(PerformanceModel):
         self._last = (sig, out.copy())
         return out
 
+    def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
+                         alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``speeds``, and ``alone_speeds`` of the jobs at positions ``alone``
+        (through its cache): the alone speeds not kept yet, where they are a
+        few, are solved in the same pass as the joint speeds (``_solve``'s
+        ``alone``), the same numbers as an isolated solve."""
+        batch = np.asarray(batch_sizes, dtype=np.int64)
+        b = batch.tolist()
+        keys = [(jobs[i].model, jobs[i].arch, jobs[i].mode, b[i], placements[i].canonical()) for i in alone]
+        miss: dict[tuple, int] = {}  # the first position of each key not kept yet
+        for i, k in zip(alone, keys):
+            if k not in self._alone_cache:
+                miss.setdefault(k, i)
+        sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
+        # (many at once, as an allocation's restarts: one isolated solve of them all is cheaper than copies)
+        if not miss or len(miss) > _ALONE_COPIES_MAX or (self._last is not None and self._last[0] == sig):
+            return super().speeds_and_alone(jobs, placements, batch, alone)
+        out = self._solve(jobs, placements, batch, isolated=False, alone=list(miss.values()))
+        n = len(jobs)
+        for k, v in zip(miss, out[n:].tolist()):
+            self._alone_cache[k] = v
+        self._last = (sig, out[:n].copy())
+        return out[:n], np.array([self._alone_cache[k] for k in keys], dtype=float)
+
     def speed_ceiling(self, job: Job, n_workers: np.ndarray) -> np.ndarray:
         return theta_speed_ceiling(job, self.profile(job), n_workers, float(self.topology.type_speed(job.model).max()))
 
@@ -398,94 +417,116 @@ class AnalyticModel(PerformanceModel):
 
     def _job_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
         """The terms of ``_solve`` that depend only on each job (model, mode,
-        batch size, placement), from the cache or built (vectorised) for the
+        batch size, placement), from the cache or built (in one pass) for the
         missing ones: the same expressions as a whole solve, split by job."""
         keys = [(j.model, j.arch, j.mode, b, pl) for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist())]
-        cache = self._terms
-        miss = [i for i, k in enumerate(keys) if k not in cache]
+        out = [*map(self._terms.get, keys)]  # one lookup per job (a placement's hash is Python code)
+        miss = [i for i, x in enumerate(out) if x is None]
         if miss:
             mj, mp = [jobs[i] for i in miss], [placements[i] for i in miss]
-            for k, terms in zip((keys[i] for i in miss), self._build_terms(mj, mp, np.asarray(batch, dtype=np.int64)[miss])):
-                cache[k] = terms
-        return [cache[k] for k in keys]
+            for i, terms in zip(miss, self._build_terms(mj, mp, np.asarray(batch, dtype=np.int64)[miss])):
+                out[i] = self._terms[keys[i]] = terms
+        return out  # type: ignore[return-value]
 
     def _build_terms(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[_Terms]:
-        n = len(jobs)
-        t = self.topology
-        # Per job, as Python numbers in one pass (few jobs: see _build_traffic): theta0, theta1,
-        # sensitivity, local batch, and (workers, PSs, theta3 w + theta4 p, batch size, sync).
-        th0_l, th1_l, sens_l, local_l, job_l = [], [], [], [], []
+        # Per worker, as Python numbers in one pass (a build has a job or two: see _build_traffic):
+        # theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
+        # sensitivity, GPUs of its socket, local batch, and the tasks on its socket alone (only
+        # the job's own: its workers are on distinct GPUs); per job (workers, PSs, theta3 w +
+        # theta4 p, batch size, sync). Then, per worker, its GPU and socket (as rows of the same
+        # float array: a solve concatenates the jobs' terms in fewer calls), and the sockets of the
+        # job's tasks (workers, then PSs).
+        gsock, sgpus, speeds = self._gpu_socket_l, self._socket_gpus_l, self._gpu_speed_l
+        per_w: list[list[float]] = [[], [], [], [], [], [], [], []]
+        a_w, th1_w, sens_w, sgpu_w, local_w, alone_w, gflat, sock = per_w
+        tasks: list[int] = []
+        job_l, wcut, tcut = [], [0], [0]
         for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
             pr = self.profile(j)
             th = pr.theta
-            w, p = len(pl.gpus), len(pl.ps_sockets)
+            gpus, ps = pl.gpus, pl.ps_sockets
+            w, p = len(gpus), len(ps)
             sync = j.mode == "sync"
-            th0_l.append(float(th[0]))
-            th1_l.append(float(th[1]))
-            sens_l.append(float(pr.compute_sensitivity) * self.interference_scale)
-            local_l.append(b / w if sync else float(b))
+            th0, th1 = float(th[0]), float(th[1])
+            sens = float(pr.compute_sensitivity) * self.interference_scale
+            local = b / w if sync else float(b)
+            speed = speeds.get(j.model) or self._gpu_speeds(j.model)
+            socks = [gsock[g] for g in gpus]
+            a_w += [th0 * local / speed[g] for g in gpus]
+            th1_w += [th1] * w
+            sens_w += [sens] * w
+            sgpu_w += [sgpus[s] for s in socks]
+            local_w += [local] * w
+            alone_w += [socks.count(s) + ps.count(s) for s in socks]
+            gflat += gpus
+            sock += socks
+            tasks += socks
+            tasks += ps
+            wcut.append(len(gflat))
+            tcut.append(len(tasks))
             job_l.append((float(w), float(p), float(th[3]) * w + float(th[4]) * p, float(b), sync))
-        wcut = [0, *itertools.accumulate(len(pl.gpus) for pl in placements)]
-        scut = [0, *itertools.accumulate(len(pl.ps_sockets) for pl in placements)]
-        gflat = np.fromiter((g for p in placements for g in p.gpus), dtype=np.int64, count=wcut[-1])
-        wjob = np.repeat(np.arange(n), np.diff(wcut))
-        sflat = np.fromiter((s for p in placements for s in p.ps_sockets), dtype=np.int64, count=scut[-1])
-        sock = t.gpu_socket[gflat]
-        # Alone, the tasks on a worker's socket are the job's own (its workers are on distinct GPUs).
-        keys = wjob * t.n_sockets + sock
-        on_sock_alone = np.bincount(np.concatenate([keys, np.repeat(np.arange(n), np.diff(scut)) * t.n_sockets + sflat]),
-                                    minlength=n * t.n_sockets)[keys]
-        gspeed = t.type_speeds([j.model for j in jobs])[wjob, t.gpu_type[gflat]]  # per (model, GPU type)
-        # Per worker: theta0 * local batch / GPU speed (times the time-sharing in a solve), theta1,
-        # sensitivity, GPUs of its socket, local batch; as rows, to concatenate jobs in one call.
-        per_w = np.empty((6, gflat.size))
-        lw = per_w[4]
-        np.take(local_l, wjob, out=lw)
-        per_w[0] = np.take(th0_l, wjob) * lw / gspeed
-        per_w[1] = np.take(th1_l, wjob)
-        per_w[2] = np.take(sens_l, wjob)
-        per_w[3] = self.socket_gpus[sock]
-        per_w[5] = on_sock_alone
+        pw = np.array(per_w, dtype=float).reshape(len(per_w), -1)  # (8, 0) where no worker at all
+        t_a = np.array(tasks, dtype=np.int64)
+        # every job's traffic rows at once: link ids over their seconds at full rate
         rows = self._traffic_rows(jobs, placements, batch)
-        out = []
-        for i, (links, nbytes) in enumerate(rows):
-            a, b = wcut[i], wcut[i + 1]
-            out.append(_Terms(
-                gpus=gflat[a:b], sock=sock[a:b], ps_sockets=sflat[scut[i]:scut[i + 1]], per_w=per_w[:, a:b],
-                job=job_l[i], links=links, base=nbytes / self.capacity[links],
-            ))
-        return out
+        links = np.concatenate([r[0] for r in rows])
+        lb = np.array((links, np.concatenate([r[1] for r in rows]) / self.capacity[links]))
+        rcut = [0, *itertools.accumulate(r[0].size for r in rows)]
+        return [_Terms(per_w=pw[:, wcut[i]:wcut[i + 1]], tasks=t_a[tcut[i]:tcut[i + 1]], job=job_l[i],
+                       rows=lb[:, rcut[i]:rcut[i + 1]], size=(wcut[i + 1] - wcut[i], rcut[i + 1] - rcut[i]))
+                for i in range(len(job_l))]
 
-    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool) -> np.ndarray:
+    def _gpu_speeds(self, model: str) -> list[float]:
+        """Speed of ``model`` on each GPU (``Topology.type_speed``), as a Python list, kept per model."""
+        v = self._gpu_speed_l.get(model)
+        if v is None:
+            t = self.topology
+            v = self._gpu_speed_l[model] = t.type_speed(model)[t.gpu_type].tolist()
+        return v
+
+    def _solve(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray, isolated: bool,
+               alone: Sequence[int] = ()) -> np.ndarray:
         """Speeds of ``jobs``: all together (they share GPUs, sockets and
         links), or each alone (``isolated``). The per-job terms come from
         ``_job_terms`` (cached per job, model, batch size and placement); what
         depends on the other jobs (time-sharing, socket pressure, link
-        sharing) is solved here, vectorised over all jobs."""
-        n = len(jobs)
+        sharing) is solved here, vectorised over all jobs. ``alone``
+        (together only): then also, after them, the speed of each job at
+        these positions alone: a copy of its terms on a cluster of its own
+        (its GPUs, sockets and links numbered past the others'), where it
+        shares nothing, as in an isolated solve (its GPUs hold one worker
+        each and its socket counts only its own tasks, exactly)."""
         t = self.topology
         terms = self._job_terms(jobs, placements, batch)
+        if alone:
+            G, S, L = t.n_gpus, t.n_sockets, self.capacity.size
+            terms = terms + [terms[i].renumbered(k * G, k * S, k * L) for k, i in enumerate(alone, 1)]
+        n = len(terms)
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
-        w, over0, bsz = jt[:, 0], jt[:, 2], jt[:, 3]
-        sync = jt[:, 4] > 0
+        over0, bsz = jt[:, 2], jt[:, 3]
         all_sync = all(x.job[4] for x in terms)  # Python: numpy's call costs more on a few jobs
         if not all_sync:
             refuse_async_allreduce(jobs, self.name)
-        wi = w.astype(np.int64)
+        # Where each job's workers and traffic rows start in the flattened arrays (Python: a few jobs).
+        starts, seg, n_rows = [], [], []
+        nw = nr = 0
+        for x in terms:
+            starts.append(nw)
+            seg.append(nr)
+            nw += x.size[0]
+            nr += x.size[1]
+            n_rows.append(x.size[1])
         per_w = np.concatenate([x.per_w for x in terms], axis=1)
-        a_w, th1, sens_w, sock_gpus, local_w = per_w[0], per_w[1], per_w[2], per_w[3], per_w[4]
+        a_w, th1, sens_w, sock_gpus, local_w = per_w[:5]
 
         # Per-worker compute: GPU type, time-sharing, socket pressure.
         if isolated:  # only the job's own tasks; its workers are on distinct GPUs
             on_sock = per_w[5]
             comp_a = a_w
         else:
-            gflat = np.concatenate([x.gpus for x in terms])
-            sock = np.concatenate([x.sock for x in terms])
-            sflat = np.concatenate([x.ps_sockets for x in terms])
+            gflat, sock = per_w[6:].astype(np.intp)
             share = np.bincount(gflat, minlength=t.n_gpus)[gflat]
-            tasks_sock = np.bincount(sock, minlength=t.n_sockets) + np.bincount(sflat, minlength=t.n_sockets)
-            on_sock = tasks_sock[sock]
+            on_sock = np.bincount(np.concatenate([x.tasks for x in terms]), minlength=t.n_sockets)[sock]
             comp_a = a_w * share
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
@@ -494,21 +535,19 @@ class AnalyticModel(PerformanceModel):
         # The fixed per-iteration work theta1 runs on the worker too, so the
         # socket pressure stretches it as well (Pollux single-server rows).
         comp_i = (comp_a + th1) * c
-        starts = wi.cumsum() - wi
         comp_max = np.maximum.reduceat(comp_i, starts)
         # Synchronous jobs wait for their slowest worker each step (no wait: exactly over0 + 0).
-        over = over0 + np.where(sync, self.straggler * comp_max * (w - 1), 0.0) if self.straggler else over0
+        over = over0 + np.where(jt[:, 4] > 0, self.straggler * comp_max * (jt[:, 0] - 1), 0.0) \
+            if self.straggler else over0
 
         # Traffic rows, then the fixed point of link sharing.
-        lens_l = [x.links.size for x in terms]
-        lens = np.array(lens_l)
-        links = np.concatenate([x.links for x in terms])
-        base = np.concatenate([x.base for x in terms])  # seconds on the link at full rate
-        rjob = np.repeat(np.arange(n), lens)
+        rows = np.concatenate([x.rows for x in terms], axis=1)
+        base = rows[1]  # seconds on the link at full rate
+        links = None if isolated else rows[0].astype(np.intp)  # (alone, a link's load is the job's own)
+        rjob = np.repeat(np.arange(n), n_rows)
         # A job's time on its bottleneck link: its rows are contiguous, so where every job has
         # rows a max per segment (reduceat) gives what max-at-index gives (all values >= 0).
-        by_segment = all(lens_l)
-        seg = lens.cumsum() - lens
+        by_segment = all(n_rows)
         fixed = comp_max + over
         stretched = base  # base * rho; rho starts at 1
         for it in range(self.iterations + 1):
@@ -517,37 +556,50 @@ class AnalyticModel(PerformanceModel):
             else:
                 comm = np.zeros(n)
                 np.maximum.at(comm, rjob, stretched)
-            if it == self.iterations or not links.size:
+            if it == self.iterations or not base.size:
                 break  # the last pass only needs comm
             t_iter = fixed + comm
             # u: share of its iteration a job keeps each link busy at full rate.
             u = base / t_iter[rjob]
             # Rows are unique per (job, link): alone, a link's load is the job's own.
-            U = u if isolated else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
-            stretched = base * np.maximum(1.0 + self.contention * (U - u), U)
+            U = u if links is None else np.bincount(links, weights=u, minlength=self.capacity.size)[links]
+            # base * max(1 + contention (U - u), U), in place (the same operations)
+            stretched = U - u
+            stretched *= self.contention
+            stretched += 1.0
+            np.maximum(stretched, U, out=stretched)
+            stretched *= base
         rest = over + comm
         speed_sync = bsz / (comp_max + rest)
         if all_sync:
             return speed_sync
-        wjob = np.repeat(np.arange(n), wi)
+        wjob = np.repeat(np.arange(n), [x.size[0] for x in terms])
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
-        return np.where(sync, speed_sync, speed_async)
+        return np.where(jt[:, 4] > 0, speed_sync, speed_async)
 
 
 @dataclass(frozen=True, eq=False)
 class _Terms:
     """What ``_solve`` needs of one job at one placement that no other job
-    changes: its GPUs, their sockets and its PS sockets; per worker (rows)
-    theta0 * local batch / GPU speed, theta1, compute sensitivity, GPUs of
-    its socket, local batch and tasks of the job alone on its socket; per job
-    (workers, PSs, theta3 w + theta4 p, batch size, sync); its traffic rows
-    (link ids) with their seconds at full rate."""
+    changes: per worker (``per_w``, rows) theta0 * local batch / GPU speed,
+    theta1, compute sensitivity, GPUs of its socket, local batch, tasks of the
+    job alone on its socket, its GPU and its socket (the last two whole
+    numbers); the sockets of its tasks (workers, then PSs); per job (workers,
+    PSs, theta3 w + theta4 p, batch size, sync); its traffic rows (``rows``:
+    link ids, whole numbers, over their seconds at full rate); and its numbers
+    of workers and of traffic rows (``size``)."""
 
-    gpus: np.ndarray
-    sock: np.ndarray
-    ps_sockets: np.ndarray
     per_w: np.ndarray
+    tasks: np.ndarray
     job: tuple[float, float, float, float, bool]
-    links: np.ndarray
-    base: np.ndarray
+    rows: np.ndarray
+    size: tuple[int, int]
 
+    def renumbered(self, gpus: int, sockets: int, links: int) -> _Terms:
+        """The same terms with its GPUs, sockets and links numbered from
+        ``gpus``, ``sockets`` and ``links`` on (``_solve``'s ``alone``)."""
+        per_w, rows = self.per_w.copy(), self.rows.copy()
+        per_w[6] += gpus
+        per_w[7] += sockets
+        rows[0] += links
+        return _Terms(per_w=per_w, tasks=self.tasks + sockets, job=self.job, rows=rows, size=self.size)

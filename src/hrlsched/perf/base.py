@@ -83,9 +83,9 @@ class PerformanceModel(ABC):
         (``perf.asynchrony``). A backend that models the gradient noise scale
         overrides this."""
         n = len(jobs)
-        asyn = np.fromiter((j.mode == "async" for j in jobs), dtype=bool, count=n)
-        if not asyn.any():
+        if not any(j.mode == "async" for j in jobs):  # (Python: the usual all-sync case, with no numpy pass)
             return np.ones(n)
+        asyn = np.fromiter((j.mode == "async" for j in jobs), dtype=bool, count=n)
         w = np.fromiter((p.n_workers for p in placements), dtype=np.int64, count=n)
         return np.where(asyn, async_efficiency(w, self.staleness_penalty), 1.0)
 
@@ -131,6 +131,15 @@ class PerformanceModel(ABC):
         has none. Lets searches over allocations (``experiments.bound``)
         skip worker counts that cannot win."""
         return None
+
+    def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
+                         alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+        """``speeds`` of the jobs, and ``alone_speeds`` of those at positions
+        ``alone`` (the engine's jobs that have just moved); a backend may
+        solve both in one pass."""
+        sp = self.speeds(jobs, placements, batch_sizes)
+        ix = list(alone)
+        return sp, self.alone_speeds([jobs[i] for i in ix], [placements[i] for i in ix], np.asarray(batch_sizes)[ix])
 
     def alone_speeds(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray) -> np.ndarray:
         """``alone_speed`` of many (job, placement, batch size), through the

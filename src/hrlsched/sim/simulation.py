@@ -42,7 +42,7 @@ from hrlsched.perf.base import PerformanceModel
 from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
 from hrlsched.sim.result import SimResult
 from hrlsched.sim.state import SimState
-from hrlsched.sim.validation import Resources, check_decision, decision_loads, loads
+from hrlsched.sim.validation import Resources, add_tasks, check_decision, decision_loads, loads
 
 EPS = 1e-9
 _NEVER = 1 << 40
@@ -299,7 +299,7 @@ class Simulation:
             run = act[st.n_workers[act] > 0]
             slow = st.slowdown[run]
             # ndarray.mean's arithmetic, without its overhead
-            mean_slow = float(slow.sum() / slow.size) if run.size else 1.0
+            mean_slow = float(np.add.reduce(slow) / slow.size) if run.size else 1.0
             rs = st.run_set = RunSet(run, self.total[run], st.per_held[:, run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
                                      bool(np.count_nonzero(st.delay_left[run])))
         return rs
@@ -319,7 +319,7 @@ class Simulation:
             topology=self.topo,
             catalogue=self.catalogue,
             perf=self._view_perf,
-            jobs=[st.jobs[i] for i in st.active],
+            jobs=list(map(st.jobs.__getitem__, st.active)),  # (map: no Python frame per job)
             progress=progress,
             remaining=remaining,
             attained_gpu_s=st.attained[act],
@@ -327,7 +327,7 @@ class Simulation:
             restarts=st.restarts[act],
             speed=st.speed[act],
             batch_sizes=st.batch[act],
-            placements=[st.placements[i] for i in st.active],
+            placements=list(map(st.placements.__getitem__, st.active)),
             gpu_tasks=st.gpu_tasks.copy(),
             server_cores_used=st.cores_used.copy(),
             server_mem_used=st.mem_used.copy(),
@@ -381,7 +381,8 @@ class Simulation:
         """Check and apply a decision; True if speeds were recomputed."""
         st, cfg = self.state, self.cfg
         new, new_loads, choices = check_decision(
-            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen
+            decision, st, self.topo, self.index, self.jobs, self.res, self.max_tasks_per_gpu, self._allowed_seen,
+            self._whole_loads,
         )
         st.calls += 1
         st.dirty = False
@@ -444,16 +445,17 @@ class Simulation:
             jobs = st.jobs
             rj = [jobs[i] for i in keys]  # Python ints index a list faster than numpy ones
             rb = st.batch[ri]
-            sp = perf.speeds(rj, pls, rb)
+            # the jobs that moved: their speeds alone too (for the slowdown), in the same call
+            changed_set = set(changed)
+            moved = [k for k, i in enumerate(keys) if i in changed_set]
+            sp, alone = perf.speeds_and_alone(rj, pls, rb, moved)
             if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
             st.rate[ri] = sp * perf.efficiency(rj, pls, rb, st.progress[ri])
-            moved = [i for i in changed if i in running]
             if moved:
-                st.alone[moved] = perf.alone_speeds([st.jobs[i] for i in moved], [running[i] for i in moved],
-                                                    st.batch[moved])
+                st.alone[[keys[k] for k in moved]] = alone
             st.slowdown[ri] = np.maximum(st.alone[ri] / sp, 1.0)
         return True
 
@@ -462,16 +464,7 @@ class Simulation:
         where every CPU and memory figure is a whole number (``_whole_loads``):
         the sums are then exact in any order, the same as subtracting the
         job's ``loads`` at once."""
-        g = np.array(pl.gpus, dtype=np.int64)
-        st.gpu_tasks[g] -= 1  # a job's workers are on distinct GPUs
-        gs = self.topo.gpu_server[g]
-        res = self.res
-        np.subtract.at(st.cores_used, gs, res.w_cores[i])
-        np.subtract.at(st.mem_used, gs, res.w_mem[i])
-        if pl.ps_sockets:
-            ss = self.topo.socket_server[np.array(pl.ps_sockets, dtype=np.int64)]
-            np.subtract.at(st.cores_used, ss, res.p_cores[i])
-            np.subtract.at(st.mem_used, ss, res.p_mem[i])
+        add_tasks(st.gpu_tasks, st.cores_used, st.mem_used, self.topo, self.res, i, pl, -1)
 
     def _advance(self, just_set: bool, acc: StepResult) -> None:
         """Advance one round, or several when nothing can happen in between
@@ -527,7 +520,8 @@ class Simulation:
             fin = fin_rel <= dt + EPS if any_fin else None
             # Where no job finishes every job holds the whole dt: the scalar gives the same values.
             held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
-            productive = np.maximum(held - d, 0.0)
+            # (no finish and no restart: both scalars, and dt - 0.0 = dt > 0)
+            productive = np.maximum(held - d, 0.0) if any_fin or rs.delayed else dt
             st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
             if rs.delayed:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
@@ -543,7 +537,7 @@ class Simulation:
                 early = dt - fr
                 st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
-                acc.job_seconds -= float(early.sum())
+                acc.job_seconds -= float(np.add.reduce(early))  # ``ndarray.sum``'s reduction
                 st.done[fi] = True
                 st.is_active[fi] = False
                 gone = [st.running.pop(i) for i in fl]

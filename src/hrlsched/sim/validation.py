@@ -131,6 +131,11 @@ def check_choices(
     return out
 
 
+# Most jobs a decision may move for ``loads_after`` (beyond, ``decision_loads``' one vectorised pass
+# is faster: about 40 us for 15 running jobs, against 20-30 us for one to three moved jobs).
+LOADS_AFTER_MAX = 3
+
+
 def check_decision(
     decision: object,
     st: SimState,
@@ -140,13 +145,18 @@ def check_decision(
     res: Resources,
     max_share: int,
     allowed_seen: set[tuple[str, int, object]] | None = None,
+    whole_loads: bool = False,
 ) -> tuple[dict[int, Placement], tuple[np.ndarray, np.ndarray, np.ndarray] | None, dict[int, tuple[str, str]]]:
     """Check a decision against the cluster. Returns {job index: canonical
     placement}, the loads it puts on GPUs and servers (None when every
     placement is a running job's, unchanged: then it needs no load check, and
     ``decision_loads`` gives the loads if the caller needs them), and the
     architecture / mode changes {job index: (arch, mode)}. ``allowed_seen``:
-    see ``check_choices``."""
+    see ``check_choices``. ``whole_loads``: every CPU and memory figure of
+    ``res`` is a whole number (far from 2**53) and ``st``'s loads are its
+    running jobs': the loads are then those of ``st`` with the jobs that move
+    taken off and put back (``loads_after``), the same numbers as summed
+    anew."""
     if not isinstance(decision, Decision):
         raise InvalidDecisionError(f"scheduler returned {type(decision).__name__}, expected a Decision")
     jobs = st.jobs
@@ -154,14 +164,16 @@ def check_decision(
     out: dict[int, Placement] = {}
     running, is_active = st.running, st.is_active
     all_kept = True
+    kept = 0
     for jid, pl in decision.placements.items():
         i = index.get(jid)
+        old = running.get(i)
+        if old is not None and pl is old and i not in choices:  # a running job (so active), unchanged: checked when made
+            out[i] = pl
+            kept += 1
+            continue
         if i is None or not is_active[i]:
             raise InvalidDecisionError(f"job {jid}: not active (unknown, not yet arrived, or finished)")
-        old = running.get(i)
-        if old is not None and pl is old and i not in choices:  # unchanged: checked when it was made
-            out[i] = pl
-            continue
         all_kept = False
         check_placement(topo, jid, choices[i][0] if i in choices else jobs[i].arch, pl)
         out[i] = pl.canonical()
@@ -174,7 +186,55 @@ def check_decision(
         # Every placement is a running one, unchanged: a subset of the running set, which is a
         # subset of the last decision's, checked as a whole (loads only grow with more tasks).
         return out, None, choices
+    # Jobs that move, start or stop: a few (a placement phase's) are taken off and put back one
+    # by one; more (an allocation's restarts) are summed anew in one vectorised pass.
+    if whole_loads and (len(out) - kept) + (len(running) - kept) <= LOADS_AFTER_MAX:
+        new_loads = loads_after(out, st, topo, res, max_share)
+        if new_loads is not None:
+            return out, new_loads, choices
     return out, decision_loads(out, topo, res, max_share, jobs), choices
+
+
+def loads_after(
+    out: dict[int, Placement], st: SimState, topo: Topology, res: Resources, max_share: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """``decision_loads``'s loads of ``out`` from ``st``'s (its running
+    jobs'): the running jobs whose placement goes or changes taken off, the
+    new placements put on, task by task in Python (a decision moves a job or
+    two). The same numbers only where every CPU and memory figure is a whole
+    number (sums exact in any order). None where a limit is exceeded:
+    ``decision_loads`` then says which jobs."""
+    tasks, cores, mem = st.gpu_tasks.copy(), st.cores_used.copy(), st.mem_used.copy()
+    for i, pl in st.running.items():
+        if out.get(i) is not pl:
+            add_tasks(tasks, cores, mem, topo, res, i, pl, -1)
+    for i, pl in out.items():
+        if st.running.get(i) is not pl:
+            add_tasks(tasks, cores, mem, topo, res, i, pl, 1)
+    if tasks.max() > max_share or (cores > topo.server_cores + 1e-9).any() or (mem > topo.server_mem_gb + 1e-9).any():
+        return None
+    return tasks, cores, mem
+
+
+def add_tasks(tasks: np.ndarray, cores: np.ndarray, mem: np.ndarray, topo: Topology, res: Resources, i: int,
+              pl: Placement, sign: int) -> None:
+    """Put job ``i``'s tasks at ``pl`` on the loads (``sign`` 1) or take them
+    off (-1), in place, task by task (a job's few tasks: numpy calls on them
+    cost more). The loads are those of summing them anew only where every CPU
+    and memory figure is a whole number (``Simulation._whole_loads``)."""
+    gsrv, ssrv = topo.gpu_server, topo.socket_server
+    wc, wm = sign * res.w_cores[i], sign * res.w_mem[i]
+    for g in pl.gpus:
+        tasks[g] += sign
+        v = gsrv[g]
+        cores[v] += wc
+        mem[v] += wm
+    if pl.ps_sockets:
+        pc, pm = sign * res.p_cores[i], sign * res.p_mem[i]
+        for x in pl.ps_sockets:
+            v = ssrv[x]
+            cores[v] += pc
+            mem[v] += pm
 
 
 def decision_loads(
