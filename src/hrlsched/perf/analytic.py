@@ -113,9 +113,10 @@ def load_params(path: str | Path = PARAMS_FILE) -> dict[str, float]:
 GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 # Paths (GPUs x (GPUs + sockets)) up to which the routes are tabulated per topology, both ways
 # (at most about 20 MB; 64 GPUs and 16 sockets: 5,120 paths), and (job, link) keys up to which
-# traffic is summed with a dense bincount rather than np.unique.
+# traffic is summed with a dense bincount rather than np.unique (two arrays of at most 32 MB for
+# a moment: a menu of a thousand allocations on 1,024 GPUs is summed without sorting).
 _ROUTE_TABLE_MAX = 1 << 18
-_DENSE_KEYS_MAX = 1 << 16
+_DENSE_KEYS_MAX = 1 << 22
 # Most jobs solved alone as copies in a joint solve (``speeds_and_alone``).
 _ALONE_COPIES_MAX = 3
 
