@@ -346,3 +346,30 @@ def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict)
         want = [ref._solve([jobs[i]], [pls[i]], batch[[i]], isolated=True)[0] for i in alone]
         assert al.tolist() == want, trial
         assert model.alone_speeds([jobs[i] for i in alone], [pls[i] for i in alone], batch[alone]).tolist() == want
+
+
+def test_pushes_of_jobs_with_many_ps_pairs_made_with_numpy_are_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job with more than ``_PAIRS_IN_PYTHON`` (worker, PS) pairs has its
+    push paths made with numpy, after the other jobs'; its rows and every
+    other job's are, to the bit, those of the Python lists, together and alone."""
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=5)], racks=2))
+    rng = np.random.default_rng(3)
+    jobs, pls = [], []
+    for i in range(12):
+        big = i % 3 == 0
+        w = 16 if big else int(rng.integers(1, 5))
+        p = 8 if big else int(rng.integers(1, 3))
+        gpus = tuple(int(g) for g in rng.choice(topo.n_gpus, w, replace=False))
+        ps = tuple(int(s) for s in rng.integers(0, topo.n_sockets, p))
+        jobs.append(mk(i, str(rng.choice(["vgg-16", "resnet-50", "dssm"])), w, arch="ps"))
+        pls.append(Placement(gpus, ps))
+    assert 16 * 8 > analytic._PAIRS_IN_PYTHON
+    batch = np.array([j.batch_size for j in jobs])
+    m = AnalyticModel(topo, CATALOGUE)
+    together = m._build_traffic(jobs, pls, batch)
+    monkeypatch.setattr(analytic, "_PAIRS_IN_PYTHON", 1 << 30)  # every push a Python int
+    lists = AnalyticModel(topo, CATALOGUE)._build_traffic(jobs, pls, batch)
+    for i, ((links, nbytes), (l0, b0)) in enumerate(zip(together, lists)):
+        assert np.array_equal(links, l0) and nbytes.tobytes() == b0.tobytes()
+        (l1, b1), = AnalyticModel(topo, CATALOGUE)._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
+        assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()

@@ -117,6 +117,8 @@ GBPS = 1e9 / 8  # bytes per second in one Gbit/s
 # a moment: a menu of a thousand allocations on 1,024 GPUs is summed without sorting).
 _ROUTE_TABLE_MAX = 1 << 18
 _DENSE_KEYS_MAX = 1 << 22
+# (worker, PS) pairs of a job above which its push paths are made with numpy, not as Python ints.
+_PAIRS_IN_PYTHON = 64
 # Most jobs solved alone as copies in a joint solve (``speeds_and_alone``).
 _ALONE_COPIES_MAX = 3
 
@@ -255,6 +257,10 @@ class AnalyticModel(PerformanceModel):
         push: list[int] = []
         push_job: list[int] = []
         push_b: list[float] = []
+        # (a job's pushes made with numpy go after the others': a job's own rows keep their order)
+        push_big: list[np.ndarray] = []
+        push_big_job: list[int] = []
+        push_big_b: list[float] = []
         inp_p: list[int] = []
         inp_job: list[int] = []
         inp_b: list[float] = []
@@ -276,9 +282,15 @@ class AnalyticModel(PerformanceModel):
             local = b / w if j.mode == "sync" else float(b)
             is_ring = j.arch == "allreduce" and w > 1
             if j.arch == "ps" and p > 0:  # every worker exchanges its shard S/p with every PS
-                push += [g * m + c for g in gpus for c in [G + s for s in ps]]
-                push_job += [i] * (w * p)
-                push_b += [grad / p] * (w * p)
+                if w * p <= _PAIRS_IN_PYTHON:
+                    push += [g * m + c for g in gpus for c in [G + s for s in ps]]
+                    push_job += [i] * (w * p)
+                    push_b += [grad / p] * (w * p)
+                else:  # many pairs (a large job with many PSs, in a menu's pricing): an array, after the others
+                    push_big.append(((np.array(gpus, dtype=np.int64) * m)[:, None]
+                                     + np.array([G + s for s in ps], dtype=np.int64)).ravel())
+                    push_big_job.append(i)
+                    push_big_b.append(grad / p)
             inp = local * pr.input_mb_per_sample * 1e6
             if inp > 0:
                 # Input pipeline: from the job's CPU home on each server (the socket with most
@@ -306,10 +318,20 @@ class AnalyticModel(PerformanceModel):
                     (1.0 + self.host_staging * (max(per_srv.values()) - 1))
                 net_scale.append((S / grad if grad > 0 else 1.0) * (ring_f if is_ring else 1.0))
         # Pull (PS -> worker) is each push the other way.
-        n_grad = 2 * len(push)
-        path_ix = np.array(push + [rev + x for x in push] + inp_p + ring_p, dtype=np.int64)
-        pjob = np.array(push_job + push_job + inp_job + ring_job, dtype=np.int64)
-        nbytes = np.array(push_b + push_b + inp_b + ring_b)
+        if not push_big:
+            n_grad = 2 * len(push)
+            path_ix = np.array(push + [rev + x for x in push] + inp_p + ring_p, dtype=np.int64)
+            pjob = np.array(push_job + push_job + inp_job + ring_job, dtype=np.int64)
+            nbytes = np.array(push_b + push_b + inp_b + ring_b)
+        else:
+            cnt = [a.size for a in push_big]
+            pa = np.concatenate([np.array(push, dtype=np.int64), *push_big])
+            pj = np.concatenate([np.array(push_job, dtype=np.int64), np.repeat(push_big_job, cnt)])
+            pb = np.concatenate([np.array(push_b, dtype=float), np.repeat(push_big_b, cnt)])
+            n_grad = 2 * pa.size
+            path_ix = np.concatenate([pa, pa + rev, np.array(inp_p + ring_p, dtype=np.int64)])
+            pjob = np.concatenate([pj, pj, np.array(inp_job + ring_job, dtype=np.int64)])
+            nbytes = np.concatenate([pb, pb, np.array(inp_b + ring_b, dtype=float)])
         pi, link = self._paths(path_ix)
         # Gradient traffic on network links (NIC, rack uplink): theta2-sized bytes (S / grad)
         # and, for rings, the spread efficiency and host staging. With the neutral options
