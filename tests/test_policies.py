@@ -282,12 +282,11 @@ def test_ps_sockets_go_round_robin_from_the_workers_sockets_to_the_least_loaded_
     # Server 0 keeps room for one PS besides the workers; server 2 has more room than server 1.
     occ.cores_free[:] = [2 * wc + pc, 10 * pc, 20 * pc]
     occ.mem_free[:] = 1e6
-    servers = np.array([0])
-    assert occ.ps_sockets_for(j, 1, servers, workers) == (0,)  # the workers' socket first
+    assert occ.ps_sockets_for(j, 1, workers) == (0,)  # the workers' socket first
     # then, in the same pass, every other socket with room, the least-loaded server's first;
     # then round-robin again over the same order
-    assert occ.ps_sockets_for(j, 5, servers, workers) == (0, 4, 5, 2, 3)
-    assert occ.ps_sockets_for(j, 6, servers, workers) == (0, 4, 5, 2, 3, 4)
+    assert occ.ps_sockets_for(j, 5, workers) == (0, 4, 5, 2, 3)
+    assert occ.ps_sockets_for(j, 6, workers) == (0, 4, 5, 2, 3, 4)
     occ.cores_free[:] = [2 * wc + pc, 0.0, 0.0]
-    assert occ.ps_sockets_for(j, 2, servers, workers) is None  # room for one PS only
-    assert occ.ps_sockets_for(j, 0, servers, workers) == ()
+    assert occ.ps_sockets_for(j, 2, workers) is None  # room for one PS only
+    assert occ.ps_sockets_for(j, 0, workers) == ()

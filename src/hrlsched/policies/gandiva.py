@@ -42,7 +42,6 @@ from hrlsched.policies.placement.occupancy import Occupancy
 
 def pack_placement(occ: Occupancy, view: ClusterView, job: Job, n: int) -> Placement | None:
     """``n`` GPUs for ``job`` on the fewest servers (best fit), its PSs near them."""
-    topo = view.topology
     cap = occ.worker_capacity(job)
     fit = np.flatnonzero(cap >= n)
     order = [int(fit[np.argmin(cap[fit])])] if fit.size else [int(s) for s in np.argsort(-cap, kind="stable")]
@@ -58,7 +57,7 @@ def pack_placement(occ: Occupancy, view: ClusterView, job: Job, n: int) -> Place
     if left > 0:
         return None
     gs = np.concatenate(parts)
-    ps = occ.ps_sockets_for(job, job.num_ps_requested, np.unique(topo.gpu_server[gs]), gs) if job.arch == "ps" else ()
+    ps = occ.ps_sockets_for(job, job.num_ps_requested, gs) if job.arch == "ps" else ()
     if ps is None:
         return None
     pl = Placement.of(gs, ps)
@@ -93,7 +92,6 @@ class Gandiva(Scheduler):
         return float(sp[0] / view.perf.alone_speed(ja, pa, ba) + sp[1] / view.perf.alone_speed(jb, pb, bb))
 
     def decide(self, view: ClusterView) -> Decision:
-        topo = self.topo
         ids = view.job_ids.tolist()
         idx = {jid: k for k, jid in enumerate(ids)}
         self.packed = {g: h for g, h in self.packed.items() if g in idx and h in idx}
@@ -153,7 +151,7 @@ class Gandiva(Scheduler):
                 if hj in self.packed.values() or hj in self.packed:
                     continue
                 gs = np.asarray(hp.gpus)
-                ps = occ.ps_sockets_for(job, job.num_ps_requested, np.unique(topo.gpu_server[gs]), gs) \
+                ps = occ.ps_sockets_for(job, job.num_ps_requested, gs) \
                     if job.arch == "ps" else ()
                 if ps is None:
                     continue
@@ -184,7 +182,7 @@ class Gandiva(Scheduler):
                 if cand.size:
                     s = int(cand[np.argmin(free[cand])])
                     gs = gpus_in_server(excl, s, pl.n_workers)
-                    ps = excl.ps_sockets_for(view.jobs[k], pl.n_ps, np.array([s]), gs) if pl.n_ps else ()
+                    ps = excl.ps_sockets_for(view.jobs[k], pl.n_ps, gs) if pl.n_ps else ()
                     if gs.size == pl.n_workers and ps is not None:
                         new = Placement.of(gs, ps)
                         if excl.fits(view.jobs[k], new):

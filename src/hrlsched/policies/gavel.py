@@ -246,7 +246,7 @@ def place_on_type(occ: Occupancy, view: ClusterView, k: int, gtype: int) -> Plac
     if left > 0:
         return None
     gs = np.concatenate(gpus)
-    ps = occ.ps_sockets_for(job, job.num_ps_requested, np.unique(topo.gpu_server[gs]), gs) if job.arch == "ps" else ()
+    ps = occ.ps_sockets_for(job, job.num_ps_requested, gs) if job.arch == "ps" else ()
     if ps is None:
         return None
     pl = Placement.of(gs, ps)

@@ -409,7 +409,6 @@ class Pollux(Scheduler):
     # ------------------------------------------------------------- placement
     def _to_decision(self, view: ClusterView, order: np.ndarray, best: np.ndarray, base: np.ndarray,
                      batch_of: dict[tuple[int, int, int], int]) -> Decision:
-        topo = self.topo
         occ = Occupancy(view)
         out = Decision()
         kept_jobs, kept_pls = [], []
@@ -428,7 +427,7 @@ class Pollux(Scheduler):
             gs = self._gpus_on(occ, best[r], old.gpus if old is not None else ())
             if gs.size < best[r].sum():
                 continue
-            ps = occ.ps_sockets_for(job, job.num_ps_requested, np.unique(topo.gpu_server[gs]), gs) \
+            ps = occ.ps_sockets_for(job, job.num_ps_requested, gs) \
                 if job.arch == "ps" else ()
             if ps is None:
                 continue

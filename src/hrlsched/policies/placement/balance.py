@@ -36,5 +36,5 @@ class BalancePlacement(IncrementalPlacement):
         gpus = np.concatenate([gpus_in_server(occ, s, c) for s, c in zip(servers, counts)])
         if gpus.size < n_workers:
             return None
-        ps = occ.ps_sockets_for(job, n_ps, np.asarray(servers), gpus)
+        ps = occ.ps_sockets_for(job, n_ps, gpus)
         return None if ps is None else Placement.of(gpus, ps)

@@ -44,7 +44,7 @@ class TopologyPlacement(IncrementalPlacement):
         for s in fit[np.argsort(-cap[fit], kind="stable")][: self.candidates]:
             g = gpus_in_server(occ, int(s), n_workers)
             if g.size == n_workers:
-                ps = occ.ps_sockets_for(job, n_ps, np.array([s]), g)
+                ps = occ.ps_sockets_for(job, n_ps, g)
                 if ps is not None:
                     cands.append(Placement.of(g, ps))
         seen, out = set(), []

@@ -133,10 +133,10 @@ class Occupancy:
                 fit = better
         return int(fit[np.argmin(cap[fit])])
 
-    def ps_sockets_for(self, job: Job, n_ps: int, servers: object, workers: object) -> tuple[int, ...] | None:
+    def ps_sockets_for(self, job: Job, n_ps: int, workers: object) -> tuple[int, ...] | None:
         """PS sockets: round-robin over the sockets of the workers' servers that
         have room, then over any socket with room (least-loaded server first).
-        (``workers``: the workers' GPUs, an index array or a list; ``servers`` is not read.)"""
+        (``workers``: the workers' GPUs, an index array or a list.)"""
         if n_ps == 0:
             return ()
         topo, prof = self.topo, self.profile(job)

@@ -34,7 +34,7 @@ class PackPlacement(IncrementalPlacement):
             gpus = [g for v, c in zip(order[:k].tolist(), counts) for g in gpus_in_server_list(occ, v, c)]
         if len(gpus) < n_workers:
             return None
-        ps = occ.ps_sockets_for(job, n_ps, (), gpus)
+        ps = occ.ps_sockets_for(job, n_ps, gpus)
         if ps is None:
             return None
         return Placement(tuple(gpus), ps)

@@ -1,6 +1,8 @@
 """Random placement: workers on free GPUs drawn uniformly at random (among
-servers with room for their CPU and memory), PSs on random sockets with
-room. The placement-agnostic baseline of placement studies."""
+servers with room for their CPU and memory), PSs on the sockets of those
+workers first, then on the least-loaded servers' (``Occupancy.ps_sockets_for``,
+as every placement here: so random only through the workers). The
+placement-agnostic baseline of placement studies."""
 
 from __future__ import annotations
 
@@ -41,6 +43,9 @@ class RandomPlacement(IncrementalPlacement):
             return None
         if n_ps == 0:
             return Placement.of(chosen)
-        socks = self.rng.permutation(topo.n_sockets)
-        ps = occ.ps_sockets_for(job, n_ps, np.unique(topo.socket_server[socks[:4]]), np.asarray(chosen))
+        # A permutation of the sockets is still drawn (it once was meant for the PSs, which
+        # ps_sockets_for never read), so that later jobs' draws, and the figures made with
+        # this placement, are unchanged.
+        self.rng.permutation(topo.n_sockets)
+        ps = occ.ps_sockets_for(job, n_ps, np.asarray(chosen))
         return None if ps is None else Placement.of(chosen, ps)
