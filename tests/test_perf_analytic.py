@@ -373,3 +373,24 @@ def test_pushes_of_jobs_with_many_ps_pairs_made_with_numpy_are_the_python_ones(m
         assert np.array_equal(links, l0) and nbytes.tobytes() == b0.tobytes()
         (l1, b1), = AnalyticModel(topo, CATALOGUE)._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
         assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()
+
+
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1}])
+def test_jobs_on_one_placement_share_its_routing_and_keep_their_own_bytes(options: dict) -> None:
+    """Jobs of different models on the same placement are routed once (one
+    ``_Routed`` per placement and kinds of traffic); each one's rows are, to
+    the bit, those of its build alone in a fresh model."""
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=3)], racks=2))
+    pl_ps = Placement((0, 1, 9, 17), (0, 3))
+    pl_ar = Placement((2, 3, 10))
+    jobs = [mk(i, model, len(pl.gpus), arch=arch) for i, (model, pl, arch) in enumerate(
+        [("vgg-16", pl_ps, "ps"), ("resnet-50", pl_ps, "ps"), ("dssm", pl_ps, "ps"),
+         ("vgg-16", pl_ar, "allreduce"), ("resnet-50", pl_ar, "allreduce")])]
+    pls = [pl_ps, pl_ps, pl_ps, pl_ar, pl_ar]
+    batch = np.array([j.batch_size for j in jobs])
+    m = AnalyticModel(topo, CATALOGUE, **options)
+    together = m._build_traffic(jobs, pls, batch)
+    assert len(m._routed) < len(jobs)  # per placement and kinds of traffic (input reads or not), not per job
+    for i, (links, nbytes) in enumerate(together):
+        (l1, b1), = AnalyticModel(topo, CATALOGUE, **options)._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
+        assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()

@@ -172,6 +172,7 @@ class AnalyticModel(PerformanceModel):
         self.capacity = np.tile(np.where(cap > 0, cap, np.inf) * GBPS, 2)
         self.socket_gpus = np.bincount(t.gpu_socket, minlength=t.n_sockets).astype(float)
         self._rows: dict[tuple, tuple[np.ndarray, np.ndarray]] = {}
+        self._routed: dict[tuple, _Routed] = {}  # per (placement, kinds of traffic): see _build_traffic
         self._route_table: np.ndarray | None = None  # see _paths
         # the topology's maps as Python lists (read per task where a build has a few tasks)
         self._gpu_socket_l, self._gpu_server_l = t.gpu_socket.tolist(), t.gpu_server.tolist()
@@ -241,58 +242,79 @@ class AnalyticModel(PerformanceModel):
         return path, rows[path, kind]
 
     def _build_traffic(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(link ids, bytes per iteration) of each job, built for all of them at
-        once: the paths of every job (its tasks, as Python numbers: a build has
-        a job or two, and numpy calls on arrays of a few entries cost more than
-        they save), then their links routed and summed per (job, link) over
-        flattened rows, with no loop over links."""
-        t = self.topology
-        n = len(jobs)
-        G = t.n_gpus
-        m, rev = G + t.n_sockets, G * (G + t.n_sockets)  # a path's index: see _paths
-        gsock, gsrv, ssrv = self._gpu_socket_l, self._gpu_server_l, self._socket_server_l
-        # Per path: its index, job and bytes, in the rows' order (all pushes, all pulls, all
-        # inputs, all ring edges; the jobs in order within each kind): the per-link sums below
-        # add each link's rows in that order, as always.
-        push: list[int] = []
-        push_job: list[int] = []
-        push_b: list[float] = []
-        # (a job's pushes made with numpy go after the others': a job's own rows keep their order)
-        push_big: list[np.ndarray] = []
-        push_big_job: list[int] = []
-        push_big_b: list[float] = []
-        inp_p: list[int] = []
-        inp_job: list[int] = []
-        inp_b: list[float] = []
-        ring_p: list[int] = []
-        ring_job: list[int] = []
-        ring_b: list[float] = []
-        # Per job, the factor on its gradient bytes over network links (only with options that
-        # are not neutral: see below).
+        """(link ids, bytes per iteration) of each job. Where a job's paths go
+        depends only on its placement and the kinds of traffic it has
+        (``_Routed``, made once for each and kept: a menu's thousand
+        allocations are a few dozen placements); its bytes per path on its
+        model and batch size. A job's rows (pushes, pulls, input reads, ring
+        edges, path by path in ``_route``'s order) are summed per link in that
+        order (bincount), as they always were."""
         scaled = self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0
-        net_scale: list[float] = []
-        for i, (j, pl, b) in enumerate(zip(jobs, placements, np.asarray(batch).tolist())):
+        gsrv = self._gpu_server_l
+        per_job = []  # (routing key, bytes per kind of path, factor on network gradient bytes)
+        for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
             pr = self.profile(j)
-            gpus = sorted(pl.gpus)  # the ring's order
-            ps = pl.ps_sockets
-            w, p = len(gpus), len(ps)
+            w, p = len(pl.gpus), len(pl.ps_sockets)
             S = pr.theta[2] * self.ref_bytes_s
             P = pr.params_mb * 1e6
             grad = (P if P > 0 else S) if self.intra_params else S
             local = b / w if j.mode == "sync" else float(b)
-            is_ring = j.arch == "allreduce" and w > 1
-            if j.arch == "ps" and p > 0:  # every worker exchanges its shard S/p with every PS
-                if w * p <= _PAIRS_IN_PYTHON:
-                    push += [g * m + c for g in gpus for c in [G + s for s in ps]]
-                    push_job += [i] * (w * p)
-                    push_b += [grad / p] * (w * p)
-                else:  # many pairs (a large job with many PSs, in a menu's pricing): an array, after the others
-                    push_big.append(((np.array(gpus, dtype=np.int64) * m)[:, None]
-                                     + np.array([G + s for s in ps], dtype=np.int64)).ravel())
-                    push_big_job.append(i)
-                    push_big_b.append(grad / p)
+            push = j.arch == "ps" and p > 0  # every worker exchanges its shard S/p with every PS
             inp = local * pr.input_mb_per_sample * 1e6
-            if inp > 0:
+            ring = j.arch == "allreduce" and w > 1  # each worker sends 2 (w - 1) / w S to the next
+            vals = (grad / p if push else 0.0, inp if inp > 0 else 0.0, 2.0 * (w - 1) / max(w, 1) * grad if ring else 0.0)
+            f = 1.0
+            if scaled:
+                # servers spanned and most workers on one server (rings: the measured spread
+                # efficiency and host staging)
+                per_srv: dict[int, int] = {}
+                for g in pl.gpus:
+                    per_srv[gsrv[g]] = per_srv.get(gsrv[g], 0) + 1
+                ring_f = (self.ring_spread_eff if len(per_srv) > 2 else 1.0) * \
+                    (1.0 + self.host_staging * (max(per_srv.values()) - 1))
+                f = (S / grad if grad > 0 else 1.0) * (ring_f if ring else 1.0)
+            per_job.append(((pl, push, inp > 0, ring), vals, f))
+        routed = self._routed
+        todo = list(dict.fromkeys(k for k, _, _ in per_job if k not in routed))
+        if todo:
+            for k, r in zip(todo, self._route_kinds(todo)):
+                routed[k] = r
+        out = []
+        for k, vals, f in per_job:
+            r = routed[k]
+            row_bytes = np.take(vals, r.kind)
+            if r.on_net is not None:  # gradient bytes on network links (NIC, rack uplink): theta2-sized, rings scaled
+                row_bytes = row_bytes * np.where(r.on_net, f, 1.0)
+            out.append((r.links, np.bincount(r.rows, weights=row_bytes)[r.links]))
+        return out
+
+    def _route_kinds(self, keys: list[tuple]) -> list[_Routed]:
+        """The ``_Routed`` of each (placement, pushes, input reads, ring): the
+        paths of all of them listed (their tasks, as Python numbers), routed
+        in one ``_paths`` call, then split per placement."""
+        t = self.topology
+        G = t.n_gpus
+        m, rev = G + t.n_sockets, G * (G + t.n_sockets)  # a path's index: see _paths
+        gsock, gsrv, ssrv = self._gpu_socket_l, self._gpu_server_l, self._socket_server_l
+        paths: list[np.ndarray | list[int]] = []  # per key: its paths, in the rows' order
+        kinds: list[list[int]] = []  # per key: the kind of each path (0 push or pull, 1 input, 2 ring edge)
+        for pl, push, inp, ring in keys:
+            gpus = sorted(pl.gpus)  # the ring's order
+            ps = pl.ps_sockets
+            w, p = len(gpus), len(ps)
+            ix: np.ndarray | list[int] = []
+            n_push = 0
+            if push:
+                if w * p <= _PAIRS_IN_PYTHON:
+                    pu = [g * m + c for g in gpus for c in [G + s for s in ps]]
+                    ix = pu + [rev + x for x in pu]  # pull (PS -> worker): each push the other way
+                else:  # many pairs (a large job with many PSs, in a menu's pricing): numpy
+                    pa = ((np.array(gpus, dtype=np.int64) * m)[:, None] + np.array([G + s for s in ps], dtype=np.int64)).ravel()
+                    ix = np.concatenate([pa, pa + rev])
+                n_push = 2 * w * p
+            more: list[int] = []
+            n_inp = 0
+            if inp:
                 # Input pipeline: from the job's CPU home on each server (the socket with most
                 # of its tasks there; the lowest on a tie) to each worker.
                 tasks = [gsock[g] for g in gpus] + list(ps)  # the socket of each task
@@ -301,62 +323,38 @@ class AnalyticModel(PerformanceModel):
                     h = home.get(ssrv[s])
                     if h is None or tasks.count(s) > tasks.count(h):
                         home[ssrv[s]] = s
-                inp_p += [rev + g * m + G + home[gsrv[g]] for g in gpus]  # host -> GPU: the path the other way
-                inp_job += [i] * w
-                inp_b += [inp] * w
-            if is_ring:  # each worker sends 2 (w - 1) / w S to the next (cyclic, sorted order)
-                ring_p += [g * m + nxt for g, nxt in zip(gpus, gpus[1:] + gpus[:1])]
-                ring_job += [i] * w
-                ring_b += [2.0 * (w - 1) / max(w, 1) * grad] * w
-            if scaled:
-                # servers spanned and most workers on one server (rings: the measured spread
-                # efficiency and host staging)
-                per_srv: dict[int, int] = {}
-                for g in gpus:
-                    per_srv[gsrv[g]] = per_srv.get(gsrv[g], 0) + 1
-                ring_f = (self.ring_spread_eff if len(per_srv) > 2 else 1.0) * \
-                    (1.0 + self.host_staging * (max(per_srv.values()) - 1))
-                net_scale.append((S / grad if grad > 0 else 1.0) * (ring_f if is_ring else 1.0))
-        # Pull (PS -> worker) is each push the other way.
-        if not push_big:
-            n_grad = 2 * len(push)
-            path_ix = np.array(push + [rev + x for x in push] + inp_p + ring_p, dtype=np.int64)
-            pjob = np.array(push_job + push_job + inp_job + ring_job, dtype=np.int64)
-            nbytes = np.array(push_b + push_b + inp_b + ring_b)
+                more += [rev + g * m + G + home[gsrv[g]] for g in gpus]  # host -> GPU: the path the other way
+                n_inp = w
+            if ring:  # cyclic, sorted order
+                more += [g * m + nxt for g, nxt in zip(gpus, gpus[1:] + gpus[:1])]
+            if more:
+                ix = np.concatenate([np.asarray(ix, dtype=np.int64), np.array(more, dtype=np.int64)]) \
+                    if isinstance(ix, np.ndarray) else ix + more
+            paths.append(ix)
+            kinds.append([0] * n_push + [1] * n_inp + [2] * (len(more) - n_inp))
+        if len(paths) == 1:
+            pi, link = self._paths(np.asarray(paths[0], dtype=np.int64))
         else:
-            cnt = [a.size for a in push_big]
-            pa = np.concatenate([np.array(push, dtype=np.int64), *push_big])
-            pj = np.concatenate([np.array(push_job, dtype=np.int64), np.repeat(push_big_job, cnt)])
-            pb = np.concatenate([np.array(push_b, dtype=float), np.repeat(push_big_b, cnt)])
-            n_grad = 2 * pa.size
-            path_ix = np.concatenate([pa, pa + rev, np.array(inp_p + ring_p, dtype=np.int64)])
-            pjob = np.concatenate([pj, pj, np.array(inp_job + ring_job, dtype=np.int64)])
-            nbytes = np.concatenate([pb, pb, np.array(inp_b + ring_b, dtype=float)])
-        pi, link = self._paths(path_ix)
-        # Gradient traffic on network links (NIC, rack uplink): theta2-sized bytes (S / grad)
-        # and, for rings, the spread efficiency and host staging. With the neutral options
-        # every factor is exactly 1: skipped (the default).
-        if scaled:
-            D = self.n_links
-            grad_row = (pi < n_grad) | (pi >= n_grad + len(inp_p))  # pushes, pulls, ring edges
-            phys = link % D
-            on_net = grad_row & (phys >= self.off_nic) & (phys < self.off_nvl)
-            row_bytes = nbytes[pi] * np.where(on_net, np.array(net_scale)[pjob[pi]], 1.0)
+            pi, link = self._paths(np.concatenate([np.asarray(x, dtype=np.int64) for x in paths]))
+        link = link.astype(np.int64, copy=False)  # (the route table's are int32)
+        kind = np.array([k for ks in kinds for k in ks], dtype=np.int64)[pi]
+        net = None
+        if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
+            phys = link % self.n_links
+            # rows of gradient traffic (pushes, pulls, ring edges) on network links
+            net = (kind != 1) & (phys >= self.off_nic) & (phys < self.off_nvl)
+        # split the rows per key: its paths are a run of path indices
+        if len(keys) == 1:
+            cut = [0, int(pi.size)]
         else:
-            row_bytes = nbytes[pi]
-        # Sum bytes per (job, directed link), then split the rows by job. bincount adds each
-        # key's rows in row order, as np.unique's inverse would; dense where the keys are few.
-        L = self.capacity.size
-        key = pjob[pi] * L + link
-        if n * L <= _DENSE_KEYS_MAX:
-            keys = np.bincount(key).nonzero()[0]
-            tot = np.bincount(key, weights=row_bytes)[keys]
-        else:
-            keys, inv = np.unique(key, return_inverse=True)
-            tot = np.bincount(inv, weights=row_bytes, minlength=keys.size)
-        cut = np.searchsorted(keys, [i * L for i in range(n + 1)]).tolist()
-        links = keys % L
-        return [(links[cut[i]:cut[i + 1]], tot[cut[i]:cut[i + 1]]) for i in range(n)]
+            cut = np.searchsorted(pi, [0, *itertools.accumulate(len(x) for x in paths)]).tolist()
+        out = []
+        for i in range(len(keys)):
+            a, b = cut[i], cut[i + 1]
+            lk = link[a:b]
+            out.append(_Routed(links=np.flatnonzero(np.bincount(lk)), rows=lk, kind=kind[a:b],
+                               on_net=None if net is None else net[a:b]))
+        return out
 
     def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """Traffic of each job, from the cache or built (in one pass) for the missing ones."""
@@ -599,6 +597,20 @@ class AnalyticModel(PerformanceModel):
         wjob = np.repeat(np.arange(n), [x.size[0] for x in terms])
         speed_async = np.bincount(wjob, weights=local_w / (comp_i + rest[wjob]), minlength=n)
         return np.where(jt[:, 4] > 0, speed_sync, speed_async)
+
+
+@dataclass(eq=False, slots=True)
+class _Routed:
+    """Where one placement's traffic of given kinds goes: its rows (a link
+    each, path by path, ``rows``), the sorted links they reach (``links``),
+    each row's kind of path (``kind``: 0 a push or pull, 1 an input read, 2 a
+    ring edge) and, with options that scale gradient bytes on the network,
+    whether a row carries them over a network link (``on_net``; else None)."""
+
+    links: np.ndarray
+    rows: np.ndarray
+    kind: np.ndarray
+    on_net: np.ndarray | None
 
 
 @dataclass(frozen=True, eq=False)
