@@ -285,7 +285,7 @@ class AnalyticModel(PerformanceModel):
             row_bytes = np.take(vals, r.kind)
             if r.on_net is not None:  # gradient bytes on network links (NIC, rack uplink): theta2-sized, rings scaled
                 row_bytes = row_bytes * np.where(r.on_net, f, 1.0)
-            out.append((r.links, np.bincount(r.rows, weights=row_bytes)[r.links]))
+            out.append((r.links, np.bincount(r.inv, weights=row_bytes, minlength=r.links.size)))
         return out
 
     def _route_kinds(self, keys: list[tuple]) -> list[_Routed]:
@@ -343,17 +343,30 @@ class AnalyticModel(PerformanceModel):
             phys = link % self.n_links
             # rows of gradient traffic (pushes, pulls, ring edges) on network links
             net = (kind != 1) & (phys >= self.off_nic) & (phys < self.off_nvl)
-        # split the rows per key: its paths are a run of path indices
-        if len(keys) == 1:
-            cut = [0, int(pi.size)]
+        # Each key's links (sorted) and each row's index among them, for all keys at once: the
+        # (key, link) pairs summed as ``_solve``'s rows are, dense where they are few.
+        K, L = len(keys), self.capacity.size
+        if K == 1:
+            pair = link
+            rc = [0, int(pi.size)]
         else:
-            cut = np.searchsorted(pi, [0, *itertools.accumulate(len(x) for x in paths)]).tolist()
+            starts = [0, *itertools.accumulate(len(x) for x in paths)]
+            rc = np.searchsorted(pi, starts).tolist()  # each key's rows: its paths are a run of path indices
+            pair = np.repeat(np.arange(K), np.diff(rc)) * L + link
+        if K * L <= _DENSE_KEYS_MAX:
+            uniq = np.flatnonzero(np.bincount(pair))
+            inv = np.searchsorted(uniq, pair)
+        else:
+            uniq, inv = np.unique(pair, return_inverse=True)
+        if K == 1:
+            kc, links = [0, int(uniq.size)], uniq
+        else:
+            kc, links = np.searchsorted(uniq, [i * L for i in range(K + 1)]).tolist(), uniq % L
         out = []
-        for i in range(len(keys)):
-            a, b = cut[i], cut[i + 1]
-            lk = link[a:b]
-            out.append(_Routed(links=np.flatnonzero(np.bincount(lk)), rows=lk, kind=kind[a:b],
-                               on_net=None if net is None else net[a:b]))
+        for i in range(K):
+            a, b = rc[i], rc[i + 1]
+            out.append(_Routed(links=links[kc[i]:kc[i + 1]], inv=inv[a:b] - kc[i] if kc[i] else inv[a:b],
+                               kind=kind[a:b], on_net=None if net is None else net[a:b]))
         return out
 
     def _traffic_rows(self, jobs: Sequence[Job], placements: Sequence[Placement], batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -601,14 +614,15 @@ class AnalyticModel(PerformanceModel):
 
 @dataclass(eq=False, slots=True)
 class _Routed:
-    """Where one placement's traffic of given kinds goes: its rows (a link
-    each, path by path, ``rows``), the sorted links they reach (``links``),
-    each row's kind of path (``kind``: 0 a push or pull, 1 an input read, 2 a
-    ring edge) and, with options that scale gradient bytes on the network,
-    whether a row carries them over a network link (``on_net``; else None)."""
+    """Where one placement's traffic of given kinds goes: the sorted links its
+    rows reach (``links``; a row is a link of a path, path by path) and each
+    row's index among them (``inv``), each row's kind of path (``kind``: 0 a
+    push or pull, 1 an input read, 2 a ring edge) and, with options that
+    scale gradient bytes on the network, whether a row carries them over a
+    network link (``on_net``; else None)."""
 
     links: np.ndarray
-    rows: np.ndarray
+    inv: np.ndarray
     kind: np.ndarray
     on_net: np.ndarray | None
 
