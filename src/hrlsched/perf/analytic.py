@@ -62,11 +62,13 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   all-reduce is refused with a ValueError.
 
 Per-job traffic (the (link, bytes) rows) is cached per placement
-signature; the rows of all placements not yet seen are built in one pass:
-their paths listed task by task (Python numbers: a build has a job or two),
-then routed from a per-topology table (or with masks, on a large topology)
-and summed per (job, link) with ``np.bincount`` / ``np.unique`` over the
-flattened rows (no loop over links). A call with the same jobs and placements as the last one
+signature. Where a job's paths go depends only on its placement and the
+kinds of traffic it has; those are routed once and kept (``_Routed``), all
+new ones of a build in one pass: their paths listed task by task (Python
+numbers: a build has a job or two), routed from a per-topology table (or
+with masks, on a large topology). A job's bytes per path come from its
+model and batch size, summed per link with ``np.bincount`` (no loop over
+links). A call with the same jobs and placements as the last one
 returns its result; otherwise the fixed point is re-solved for all jobs at
 once, vectorised over all (job, link) rows. (Re-solving only the connected
 groups of jobs whose neighbourhood changed was tried and measured slower:
