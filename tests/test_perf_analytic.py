@@ -394,3 +394,18 @@ def test_jobs_on_one_placement_share_its_routing_and_keep_their_own_bytes(option
     for i, (links, nbytes) in enumerate(together):
         (l1, b1), = AnalyticModel(topo, CATALOGUE, **options)._build_traffic(jobs[i:i + 1], pls[i:i + 1], batch[i:i + 1])
         assert np.array_equal(links, l1) and nbytes.tobytes() == b1.tobytes()
+
+
+def test_alone_task_counts_of_large_jobs_are_their_sockets_tasks() -> None:
+    """A worker's tasks on its socket alone (the job's workers and PSs there),
+    counted per socket for a large job, are the direct counts."""
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=5)], racks=2))
+    rng = np.random.default_rng(5)
+    m = AnalyticModel(topo, CATALOGUE)
+    for i, w in enumerate((3, 9, 16, 32)):
+        gpus = tuple(int(g) for g in rng.choice(topo.n_gpus, w, replace=False))
+        ps = tuple(int(s) for s in rng.integers(0, topo.n_sockets, int(rng.integers(1, 9))))
+        job = mk(i, "vgg-16", w, arch="ps")
+        (terms,) = m._build_terms([job], [Placement(gpus, ps)], np.array([job.batch_size]))
+        socks = [int(topo.gpu_socket[g]) for g in gpus]
+        assert terms.per_w[5].tolist() == [float(socks.count(s) + ps.count(s)) for s in socks]

@@ -493,7 +493,13 @@ class AnalyticModel(PerformanceModel):
             sens_w += [sens] * w
             sgpu_w += [sgpus[s] for s in socks]
             local_w += [local] * w
-            alone_w += [socks.count(s) + ps.count(s) for s in socks]
+            if w <= 8:
+                alone_w += [socks.count(s) + ps.count(s) for s in socks]
+            else:  # a large job (a menu's 16 or 32 workers): its tasks counted per socket once
+                on: dict[int, int] = {}
+                for s in socks + list(ps):
+                    on[s] = on.get(s, 0) + 1
+                alone_w += [on[s] for s in socks]
             gflat += gpus
             sock += socks
             tasks += socks
