@@ -284,7 +284,7 @@ class AnalyticModel(PerformanceModel):
         out = []
         for k, vals, f in per_job:
             r = routed[k]
-            row_bytes = np.take(vals, r.kind)
+            row_bytes = np.array(vals)[r.kind]
             if r.on_net is not None:  # gradient bytes on network links (NIC, rack uplink): theta2-sized, rings scaled
                 row_bytes = row_bytes * np.where(r.on_net, f, 1.0)
             out.append((r.links, np.bincount(r.inv, weights=row_bytes, minlength=r.links.size)))
@@ -635,7 +635,7 @@ class _Routed:
     on_net: np.ndarray | None
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)  # (slots: made by the thousand for a menu; not changed once made)
 class _Terms:
     """What ``_solve`` needs of one job at one placement that no other job
     changes: per worker (``per_w``, rows) theta0 * local batch / GPU speed,
