@@ -290,3 +290,28 @@ def test_ps_sockets_go_round_robin_from_the_workers_sockets_to_the_least_loaded_
     occ.cores_free[:] = [2 * wc + pc, 0.0, 0.0]
     assert occ.ps_sockets_for(j, 2, workers) is None  # room for one PS only
     assert occ.ps_sockets_for(j, 0, workers) == ()
+
+
+@pytest.mark.parametrize("noisy", [False, True])
+def test_optimus_keeps_speeds_per_model_unless_the_predictor_is_per_job(noisy: bool) -> None:
+    """Optimus's predicted speeds are kept per model where the predictor's
+    speeds depend on a job only through its model (jobs of one model price
+    it once), per job under a noisy predictor; the allocations are those of
+    speeds kept per job."""
+    from hrlsched.sim.predictor import NoisyPredictor
+
+    topo = Topology.from_spec(uniform_cluster(2, 4, sockets=1))
+    base = OptimusModel(topo, CATALOGUE)
+    jobs = [job(i, model="dssm" if i % 2 else "vgg-16", gpus=1, samples=1e7, batch=256) for i in range(6)]
+    perf = NoisyPredictor(base, {j.job_id: 1.0 + 0.1 * j.job_id for j in jobs}) if noisy else base
+    got = {}
+    for per_model in ((False,) if noisy else (True, False)):
+        pol = Optimus()
+        pol.reset(topo, np.random.default_rng(0))
+        if not per_model:  # as before: every speed kept per job
+            perf = NoisyPredictor(base, {}) if not noisy else perf
+        got[per_model] = pol.allocate(make_view(topo, perf, jobs))
+        who = {k[0] for k in pol._speeds}
+        assert who == ({j.job_id for j in jobs} if not per_model else {"dssm", "vgg-16"})
+    if not noisy:
+        assert got[True] == got[False]

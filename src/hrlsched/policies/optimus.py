@@ -215,9 +215,13 @@ class Optimus(AllocationPolicy):
         top = [min(self.max_scale * j.requested_gpus, n_gpus) for j in jobs]
         speeds = self._speeds
 
+        # Speeds kept per job, or per model where the predictor's depend on a job only through its
+        # model (``per_model``): hundreds of new jobs then price each model once.
+        per_model = perf.per_model
+
         def T(k: int, wk: int, pk: int) -> float:
             job = jobs[k]
-            key = (job.job_id, job.arch, job.mode, bsz[k], wk, pk)
+            key = (job.model if per_model else job.job_id, job.arch, job.mode, bsz[k], wk, pk)
             s = speeds.get(key)
             if s is None:
                 s = speeds[key] = perf.isolated_speed(job, wk, pk, bsz[k])
