@@ -298,6 +298,30 @@ def test_shipped_checkpoint_loads_and_decides() -> None:
     assert summary(res, "hrl", "default")["jobs_completed"] == 10
 
 
+def test_the_encoder_warm_up_at_reset_changes_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HRLScheduler.reset`` runs the encoder once on an empty observation
+    (torch's first-call costs at start-up, not in the first decision point):
+    once per scheduler, and the run is the same without it."""
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    built = build_scenario(resolve_run_config("default", None, 0, TINY).scenario, 0)
+    runs, calls = [], []
+    for warm in (True, False):
+        pol = HRLScheduler()
+        if warm:
+            monkeypatch.setattr(pol, "_warm_up", lambda real=pol._warm_up: (calls.append(1), real()))
+        else:
+            monkeypatch.setattr(pol, "_warm_up", lambda: None)
+        res = Simulator(built.topology, built.jobs, built.perf, pol, built.engine, predictor=built.predictor).run()
+        pol.reset(built.topology, np.random.default_rng(1))  # a second reset: no second warm-up
+        runs.append(res.finish_s)
+    assert calls == [1]
+    np.testing.assert_array_equal(runs[0], runs[1])
+
+
 def test_level2_teacher_plans_each_partial_placement_anew(monkeypatch: pytest.MonkeyPatch) -> None:
     """The teacher's plan belongs to the job being placed, even when the new
     partial placement has the id() of a freed earlier one (CPython reuses

@@ -62,6 +62,7 @@ class HRLScheduler(Scheduler):
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
+        self._warm = False  # the encoder run once (``_warm_up``)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         from hrlsched.envs.decision import DecisionPoint
@@ -79,6 +80,20 @@ class HRLScheduler(Scheduler):
         )
         self.dp.reset(rng)
         self.steps = 0
+        if not self._warm:
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run the encoder once on an empty observation of this cluster's
+        shape, so that torch's one-time costs of its first calls (a few ms)
+        fall here, at start-up, rather than in the first decision point."""
+        assert self.dp is not None
+        obs = {k: np.zeros(sp.shape, dtype=sp.dtype) for k, sp in self.dp.observation_space.spaces.items()}
+        for k in ("job_mask", "gpu_mask", "socket_mask", "link_mask"):
+            obs[k][:1] = 1
+        with torch.inference_mode():
+            self.net.encode({k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(obs).items()})
+        self._warm = True
 
     def decide(self, view: ClusterView) -> Decision:
         dp = self.dp
