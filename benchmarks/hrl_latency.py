@@ -43,6 +43,8 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=5, help="steady decision points timed after each burst")
     ap.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True,
                     help="freeze the heap after loading the policy (gc.freeze)")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time the parts of the warm-up and burst points, call by call (timers included)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -60,6 +62,19 @@ def main() -> None:
                                                   f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
     built = build_scenario(cfg.scenario, 0)
     pol = HRLScheduler(args.checkpoint)
+    parts: dict[str, list[float]] = {}  # --breakdown: per part, its time at the warm-up point, then each burst point
+    if args.breakdown:
+        from env_speed import timed  # (benchmarks/ is the script's folder)
+        from hrlsched.agent.nets import HRLNet
+        from hrlsched.agent.policy import CandidateScorer
+        from hrlsched.envs.decision import DecisionPoint
+        from hrlsched.envs.masks import HeuristicFeasibility
+        from hrlsched.policies.optimus import Optimus
+
+        total, _, _ = timed([(DecisionPoint, "_price_menus", False), (Optimus, "allocate", False),
+                             (HRLNet, "encode", False), (DecisionPoint, "allocation_rows", False),
+                             (CandidateScorer, "score", False), (HeuristicFeasibility, "place", False),
+                             (DecisionPoint, "_commit", False)])
     if args.freeze:
         gc.collect()
         gc.freeze()
@@ -76,9 +91,14 @@ def main() -> None:
         pol.reset(built.topology, np.random.default_rng(r))
         for i in range(args.points + 1):
             s0 = pol.steps
+            if args.breakdown:
+                total.clear()
             t0 = time.perf_counter()
             dec = pol.decide(view)
             dt = time.perf_counter() - t0
+            if args.breakdown and i == 0:
+                for key, v in total.items():
+                    parts.setdefault(key, []).append(v)
             if i > 0:
                 warm.append(dt)
             elif r == 0:  # the warm-up point
@@ -100,6 +120,11 @@ def main() -> None:
     print(f"  steady (later points):                  {ms(warm)}")
     print(f"  warm-up (the process's first point):     {first * 1000:.0f} ms (prices every model's menu once)")
     print(f"  heap after loading the policy: {'frozen (gc.freeze)' if args.freeze else 'not frozen (--no-freeze)'}")
+    if parts:
+        print("  parts (ms, timers included): warm-up point, burst points' median")
+        for key, v in sorted(parts.items(), key=lambda kv: -kv[1][0]):
+            burst = statistics.median(v[1:]) * 1000 if len(v) > 1 else float("nan")
+            print(f"    {key:34s} {v[0] * 1000:7.1f} {burst:7.1f}")
 
 
 def pol_decide(pol, view, built, r):  # noqa: ANN001, ANN201

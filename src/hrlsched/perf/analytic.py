@@ -163,6 +163,8 @@ class AnalyticModel(PerformanceModel):
             if not v >= lo:
                 raise ValueError(f"perf.options.{name}: expected {'> 0' if lo else '>= 0'}, got {v}")
         self.ring_spread_eff, self.host_staging, self.straggler = float(ring_spread_eff), float(host_staging), float(straggler)
+        # whether gradient bytes on network links are scaled (with the neutral options every factor is 1)
+        self._scales_net = self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0
         t = topology
         G, S, V, R = t.n_gpus, t.n_switches, t.n_servers, t.n_racks
         self.off_switch, self.off_qpi, self.off_nic, self.off_rack, self.off_nvl = G, G + S, G + S + V, G + S + 2 * V, G + S + 2 * V + R
@@ -251,7 +253,7 @@ class AnalyticModel(PerformanceModel):
         model and batch size. A job's rows (pushes, pulls, input reads, ring
         edges, path by path in ``_route``'s order) are summed per link in that
         order (bincount), as they always were."""
-        scaled = self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0
+        scaled = self._scales_net
         gsrv = self._gpu_server_l
         per_job = []  # (routing key, bytes per kind of path, factor on network gradient bytes)
         for j, pl, b in zip(jobs, placements, np.asarray(batch).tolist()):
@@ -341,7 +343,7 @@ class AnalyticModel(PerformanceModel):
         link = link.astype(np.int64, copy=False)  # (the route table's are int32)
         kind = np.array([k for ks in kinds for k in ks], dtype=np.int64)[pi]
         net = None
-        if self.intra_params or self.ring_spread_eff != 1.0 or self.host_staging != 0.0:
+        if self._scales_net:
             phys = link % self.n_links
             # rows of gradient traffic (pushes, pulls, ring edges) on network links
             net = (kind != 1) & (phys >= self.off_nic) & (phys < self.off_nvl)
