@@ -372,7 +372,9 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
 def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -> None:
     """At a level-2 point where every allocated job keeps its placement the
     board is not built; asked for, it holds the kept placements, as one built
-    eagerly does."""
+    eagerly does. Where the kept placements are all the engine's running
+    jobs, the board takes their loads from the view: the same arrays as
+    summing them."""
     from hrlsched.envs.board import Board
 
     p = pool(3)
@@ -384,9 +386,25 @@ def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -
     dp.reset(np_random)
     view = sim.reset(int(np_random.integers(2**31)))
     rng = np.random.default_rng(4)
-    lazy = 0
+    lazy = from_loads = 0
+
+    def same_as_eager(board: Board) -> None:
+        """``board`` holds the kept placements as a fresh board that sums them itself."""
+        kept = [(j, pl) for j, pl in zip(view.jobs, view.placements) if j.job_id in dp.placements]
+        eager = Board(view, 1, dp.profiles, dp.link_off)
+        assert eager.commit_kept([j for j, _ in kept], [pl for _, pl in kept])
+        for name in ("gpu_workers", "socket_ps", "link_jobs"):
+            np.testing.assert_array_equal(getattr(board, name), getattr(eager, name), err_msg=name)
+        for name in ("gpu_free", "cores_free", "mem_free"):
+            np.testing.assert_array_equal(getattr(board.occ, name), getattr(eager.occ, name), err_msg=name)
+
     while view is not None:
         if dp.begin(view):
+            # the kept placements committed from the engine's loads where they are all its running jobs
+            n_kept = len(dp.placements)
+            if n_kept and n_kept == sum(pl is not None for pl in view.placements):
+                from_loads += 1
+                same_as_eager(dp.board)
             more = True
             while more:
                 valid = np.flatnonzero(dp.mask())
@@ -395,15 +413,10 @@ def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -
             lazy += 1
             kept = [(j, pl) for j, pl in zip(view.jobs, view.placements) if j.job_id in dp.placements]
             assert kept and all(pl is dp.placements[j.job_id] for j, pl in kept)
-            eager = Board(view, 1, dp.profiles, dp.link_off)
-            assert eager.commit_kept([j for j, _ in kept], [pl for _, pl in kept])
-            board = dp.board
-            for name in ("gpu_workers", "socket_ps", "link_jobs"):
-                np.testing.assert_array_equal(getattr(board, name), getattr(eager, name), err_msg=name)
-            for name in ("gpu_free", "cores_free", "mem_free"):
-                np.testing.assert_array_equal(getattr(board.occ, name), getattr(eager.occ, name), err_msg=name)
+            same_as_eager(dp.board)
         view = sim.step(dp.decision()).view
     assert lazy > 0, "no point with nothing to place: the test shows nothing"
+    assert from_loads > 0, "no point that commits the engine's loads: the test shows nothing"
 
 
 def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:

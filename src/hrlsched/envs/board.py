@@ -432,28 +432,38 @@ class Board:
         self.link_jobs[x.links] += 1
         self.version += 1
 
-    def commit_kept(self, jobs: list[Job], pls: list[Placement]) -> bool:
+    def commit_kept(self, jobs: list[Job], pls: list[Placement],
+                    loads: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None) -> bool:
         """Commit the running jobs that keep their placements, all at once, if
         they fit together (they do when the board is fresh: the engine ran
-        them together); False (nothing committed) otherwise."""
+        them together); False (nothing committed) otherwise. ``loads``: the
+        workers per GPU, cores and memory per server of these placements,
+        where the caller has them as these sums would give them (the engine's
+        loads, when these are all its running jobs and every figure is a
+        whole number: sums exact in any order)."""
         if not pls:
             return True
         occ, topo = self.occ, self.topo
         idx = [self.index.get(pl) for pl in pls]
-        g = np.concatenate([x.gpus for x in idx])
         s = np.concatenate([x.ps for x in idx])
-        tasks = np.bincount(g, minlength=topo.n_gpus)
-        if np.any(tasks > occ.gpu_free):
-            return False
-        profiles = self.profiles
-        res = np.array([self._res(profiles[j.model]) for j in jobs])  # per job: worker cores, memory, PS cores, memory
-        wl = np.array([x.gpus.size for x in idx])
-        pl_ = np.array([x.ps.size for x in idx])
-        gs, ss = topo.gpu_server[g], topo.socket_server[s]
-        V = topo.n_servers
-        wr, pr = np.repeat(res[:, :2], wl, axis=0), np.repeat(res[:, 2:], pl_, axis=0)
-        cores = np.bincount(gs, weights=wr[:, 0], minlength=V) + np.bincount(ss, weights=pr[:, 0], minlength=V)
-        mem = np.bincount(gs, weights=wr[:, 1], minlength=V) + np.bincount(ss, weights=pr[:, 1], minlength=V)
+        if loads is not None:
+            tasks, cores, mem = loads
+            if np.any(tasks > occ.gpu_free):
+                return False
+        else:
+            g = np.concatenate([x.gpus for x in idx])
+            tasks = np.bincount(g, minlength=topo.n_gpus)
+            if np.any(tasks > occ.gpu_free):
+                return False
+            profiles = self.profiles
+            res = np.array([self._res(profiles[j.model]) for j in jobs])  # per job: worker cores, memory, PS cores, memory
+            wl = np.array([x.gpus.size for x in idx])
+            pl_ = np.array([x.ps.size for x in idx])
+            gs, ss = topo.gpu_server[g], topo.socket_server[s]
+            V = topo.n_servers
+            wr, pr = np.repeat(res[:, :2], wl, axis=0), np.repeat(res[:, 2:], pl_, axis=0)
+            cores = np.bincount(gs, weights=wr[:, 0], minlength=V) + np.bincount(ss, weights=pr[:, 0], minlength=V)
+            mem = np.bincount(gs, weights=wr[:, 1], minlength=V) + np.bincount(ss, weights=pr[:, 1], minlength=V)
         if np.any(cores > occ.cores_free + 1e-9) or np.any(mem > occ.mem_free + 1e-9):
             return False
         occ.gpu_free -= tasks  # as Occupancy.commit_many, with the loads just summed

@@ -272,7 +272,8 @@ class DecisionPoint:
         self.rescues = 0
         self.view = None
         self._board: Board | None = None
-        self._kept: tuple[list[Job], list[Placement]] | None = None
+        self._kept: tuple[list[Job], list[Placement], tuple | None] | None = None
+        self._whole = True  # every CPU and memory figure of the profiles seen is a whole number
 
     # ----------------------------------------------------- decision points
     def begin(self, view: ClusterView) -> bool:
@@ -283,7 +284,9 @@ class DecisionPoint:
             if job.job_id not in bases:
                 bases[job.job_id] = job
                 if job.model not in profiles:
-                    profiles[job.model] = get_profile(job.model, view.catalogue)
+                    pr = profiles[job.model] = get_profile(job.model, view.catalogue)
+                    self._whole = self._whole and all(
+                        float(x).is_integer() for x in (pr.worker_cores, pr.worker_mem_gb, pr.ps_cores, pr.ps_mem_gb))
         self.view = view  # (read by the pricing; permuted below when the hint orders the jobs)
         if self.agent_allocates:
             self._price_menus(view)
@@ -347,12 +350,16 @@ class DecisionPoint:
                     kj.append(job)
                     kp.append(pl)
                 todo.append((k, job, pl if keep else None, al.workers, nps))
+            # The engine's loads are those of the kept placements where they are all its running
+            # jobs and every figure is a whole number (sums exact in any order, as the board's).
+            loads = (view.gpu_tasks, view.server_cores_used, view.server_mem_used) \
+                if self._whole and len(kp) == len(vpls) - vpls.count(None) else None
             if len(kp) == len(todo) and (kp or not self.rescue_idle):
                 # Nothing to place (every allocated job keeps its placement; they fit together,
                 # the engine ran them so): the point needs no board, unless something asks for it.
                 self._record_many(kj, kp)
-                self._kept = (kj, kp)
-            elif self.board.commit_kept(kj, kp):  # the usual case
+                self._kept = (kj, kp, loads)
+            elif self.board.commit_kept(kj, kp, loads):  # the usual case
                 self._record_many(kj, kp)
                 self.queue = [(k, Allocation(w, p, None, job.arch, job.mode)) for k, job, pl, w, p in todo
                               if pl is None]
