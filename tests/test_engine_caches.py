@@ -162,3 +162,31 @@ def test_analytic_terms_cache_gives_what_a_fresh_model_gives() -> None:
         fresh = AnalyticModel(topo, CATALOGUE)
         np.testing.assert_array_equal(kept.speeds(jobs, pls, batch), fresh.speeds(jobs, pls, batch))
         np.testing.assert_array_equal(kept.isolated_speeds(jobs, pls, batch), fresh.isolated_speeds(jobs, pls, batch))
+
+
+def test_per_placement_caches_are_bounded_and_dropping_them_changes_nothing() -> None:
+    """A long run meets new placements without end: past ``cache_entries``
+    the analytic model drops its per-placement caches, with the same speeds
+    (joint and alone) as a model that keeps everything, and stays bounded."""
+    topo = Topology.from_spec(small_spec(servers=3))
+    small = AnalyticModel(topo, CATALOGUE)
+    small.cache_entries = 8
+    big = AnalyticModel(topo, CATALOGUE)
+    models = ["resnet-50", "vgg-16", "bert"]
+    rng = np.random.default_rng(7)
+    dropped = 0
+    for _ in range(60):
+        n = int(rng.integers(1, 4))
+        free = list(rng.permutation(topo.n_gpus))
+        jobs = [job(k, model=models[int(rng.integers(len(models)))], arch="ps") for k in range(n)]
+        pls = [Placement(tuple(int(free.pop()) for _ in range(int(rng.integers(1, 4)))),
+                         (int(rng.integers(topo.n_sockets)),)) for _ in range(n)]
+        batch = rng.choice([16, 32], size=n)
+        before = len(small._terms)
+        for a, b in zip(small.speeds_and_alone(jobs, pls, batch, list(range(n))),
+                        big.speeds_and_alone(jobs, pls, batch, list(range(n)))):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(small.alone_speeds(jobs, pls, batch), big.alone_speeds(jobs, pls, batch))
+        dropped += len(small._terms) < before
+        assert max(len(small._terms), len(small._rows), len(small._routed), len(small._alone_cache)) <= 8 + 2 * n
+    assert dropped > 0 and len(big._terms) > 8 * 5, "no cache was dropped: the test shows nothing"

@@ -186,6 +186,14 @@ class AnalyticModel(PerformanceModel):
         self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
 
+    def _bound_caches(self) -> None:
+        """Drop every per-placement cache (terms, traffic rows, routes, alone
+        speeds) once one passes ``cache_entries``."""
+        if len(self._terms) > self.cache_entries or len(self._rows) > self.cache_entries \
+                or len(self._alone_cache) > self.cache_entries:
+            for c in (self._terms, self._rows, self._routed, self._alone_cache):
+                c.clear()
+
     # ------------------------------------------------------------ traffic
     def _route(self, a: np.ndarray, dst_socket: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Directed links of the paths from GPUs ``a`` to GPUs ``b`` or, where
@@ -387,11 +395,13 @@ class AnalyticModel(PerformanceModel):
 
     def traffic(self, job: Job, pl: Placement, batch: int) -> tuple[np.ndarray, np.ndarray]:
         """(link ids, bytes per iteration) of one job at one placement."""
+        self._bound_caches()
         return self._traffic_rows([job], [pl], np.array([batch]))[0]
 
     def traffic_many(self, jobs: Sequence[Job], placements: Sequence[Placement],
                      batch: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
         """``traffic`` of many jobs at once."""
+        self._bound_caches()
         return self._traffic_rows(jobs, placements, batch)
 
     # ------------------------------------------------------------- speeds
@@ -408,6 +418,7 @@ class AnalyticModel(PerformanceModel):
         sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
         if self._last is not None and self._last[0] == sig:
             return self._last[1].copy()
+        self._bound_caches()
         out = self._solve(jobs, placements, batch, isolated=False)
         self._last = (sig, out.copy())
         return out
@@ -418,6 +429,7 @@ class AnalyticModel(PerformanceModel):
         (through its cache): the alone speeds not kept yet, where they are a
         few, are solved in the same pass as the joint speeds (``_solve``'s
         ``alone``), the same numbers as an isolated solve."""
+        self._bound_caches()
         batch = np.asarray(batch_sizes, dtype=np.int64)
         b = batch.tolist()
         keys = [(jobs[i].model, jobs[i].arch, jobs[i].mode, b[i], placements[i].canonical()) for i in alone]
@@ -450,6 +462,7 @@ class AnalyticModel(PerformanceModel):
         solve: the pairs do not see each other."""
         if not jobs:
             return np.zeros(0)
+        self._bound_caches()
         batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
         return self._solve(jobs, placements, batch, isolated=True)
 

@@ -37,6 +37,11 @@ class PerformanceModel(ABC):
     # mode and batch size (the premise of ``alone_speed``'s cache), so callers
     # may share them between jobs of one model; False for a per-job predictor.
     per_model: bool = True
+    # Most entries a per-placement cache holds before it is dropped: a long
+    # training run keeps meeting new placements without end (the analytic
+    # model keeps some 15 KB per placement), and dropping a cache changes no
+    # figure, it only costs rebuilding what is asked for again.
+    cache_entries: int = 8192
 
     def __init__(
         self,
@@ -53,6 +58,11 @@ class PerformanceModel(ABC):
 
     def profile(self, job: Job) -> ModelProfile:
         return get_profile(job.model, self.catalogue)  # no copy: called per job, many times a round
+
+    def _bound_caches(self) -> None:
+        """Drop the per-placement caches past ``cache_entries`` (called where they may grow)."""
+        if len(self._alone_cache) > self.cache_entries:
+            self._alone_cache.clear()
 
     @abstractmethod
     def speeds(
@@ -111,6 +121,7 @@ class PerformanceModel(ABC):
         key = (job.model, job.arch, job.mode, bs, placement.canonical())
         v = self._alone_cache.get(key)
         if v is None:
+            self._bound_caches()
             v = float(self.speeds([job], [placement], np.array([bs]))[0])
             self._alone_cache[key] = v
         return v
@@ -150,6 +161,7 @@ class PerformanceModel(ABC):
             for i, (j, pl, b) in enumerate(zip(jobs, placements, np.asarray(batch_sizes).tolist())):
                 out[i] = self.alone_speed(j, pl, int(b))
             return out
+        self._bound_caches()
         miss: dict[tuple, list[int]] = {}
         for i, (j, pl, b) in enumerate(zip(jobs, placements, np.asarray(batch_sizes).tolist())):
             key = (j.model, j.arch, j.mode, int(b), pl.canonical())
