@@ -190,3 +190,23 @@ def test_per_placement_caches_are_bounded_and_dropping_them_changes_nothing() ->
         dropped += len(small._terms) < before
         assert max(len(small._terms), len(small._rows), len(small._routed), len(small._alone_cache)) <= 8 + 2 * n
     assert dropped > 0 and len(big._terms) > 8 * 5, "no cache was dropped: the test shows nothing"
+
+
+def test_repeated_solve_memo_tells_jobs_of_one_id_apart() -> None:
+    """The last solve is reused only for the same models, architectures and
+    modes: a job id names another job in another workload, and one job's
+    architecture or mode can change while its placement stays (a bug once:
+    the memo was keyed by job ids, so the async variant got the sync speed)."""
+    topo = Topology.from_spec(small_spec(servers=2))
+    pl = [Placement((0, 1, 2), (0,))]
+    b = np.array([64])
+    cases = [job(7, model="resnet-50"), job(7, model="resnet-50", mode="async"), job(7, model="vgg-16"),
+             job(7, model="resnet-50", arch="allreduce")]
+    kept = AnalyticModel(topo, CATALOGUE)
+    for j in cases:
+        p = [Placement((0, 1, 2))] if j.arch == "allreduce" else pl
+        np.testing.assert_array_equal(kept.speeds([j], p, b), AnalyticModel(topo, CATALOGUE).speeds([j], p, b),
+                                      err_msg=f"{j.model} {j.arch} {j.mode}")
+    a = AnalyticModel(topo, CATALOGUE)
+    sync, asyn = a.speeds([cases[0]], pl, b), a.speeds([cases[1]], pl, b)
+    assert sync[0] != asyn[0]

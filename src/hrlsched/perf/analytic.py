@@ -415,7 +415,10 @@ class AnalyticModel(PerformanceModel):
         if n == 0:
             return np.zeros(0)
         batch = np.array([j.batch_size for j in jobs], dtype=np.int64) if batch_sizes is None else np.asarray(batch_sizes, dtype=np.int64)
-        sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
+        # The jobs themselves (equal jobs have equal speeds; the same objects compare at once),
+        # not their ids: an id may name another job (another workload, or the same job with
+        # another architecture or mode at the same placement).
+        sig = (tuple(jobs), tuple(placements), batch.tobytes())
         if self._last is not None and self._last[0] == sig:
             return self._last[1].copy()
         self._bound_caches()
@@ -437,7 +440,7 @@ class AnalyticModel(PerformanceModel):
         for i, k in zip(alone, keys):
             if k not in self._alone_cache:
                 miss.setdefault(k, i)
-        sig = (tuple(j.job_id for j in jobs), tuple(placements), batch.tobytes())
+        sig = (tuple(jobs), tuple(placements), batch.tobytes())  # (as ``speeds``')
         # (many at once, as an allocation's restarts: one isolated solve of them all is cheaper than copies)
         if not miss or len(miss) > _ALONE_COPIES_MAX or (self._last is not None and self._last[0] == sig):
             return super().speeds_and_alone(jobs, placements, batch, alone)
