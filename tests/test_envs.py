@@ -185,3 +185,27 @@ def test_reward_sum_is_minus_total_jct(env_id: str) -> None:
     assert np.all(np.isfinite(res.finish_s)), "the small workload finishes"
     jct = float(np.sum(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
     assert sum(rewards) == pytest.approx(-jct / (3600 * 5.0), rel=1e-9)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+@pytest.mark.parametrize("noise", [0.0, 0.5])
+def test_an_episode_is_the_same_after_others_in_the_env(env_id: str, noise: float) -> None:
+    """What an environment keeps between episodes (caches of the workload's
+    jobs, of placements, the performance model's) changes no episode: one
+    after others on the same workloads equals one in a fresh environment,
+    with an exact predictor and with a noisy one (a new predictor each
+    episode, so no predicted speed may outlive its episode)."""
+    def make() -> gym.Env:
+        return gym.make(env_id, overrides=[*SMALL, "workload.jobs=16", f"predictor.noise={noise}"],
+                        seeds=[0]).unwrapped  # one workload: every episode meets what the others left
+
+    env = make()
+    for seed in (3, 4, 5):
+        run_random(env, seed)
+    after = run_random(env, 6)
+    fresh = run_random(make(), 6)
+    assert after[0] == fresh[0]
+    assert len(after[1]) == len(fresh[1])
+    for oa, ob in zip(after[1], fresh[1]):
+        for k in oa:
+            np.testing.assert_array_equal(oa[k], ob[k], err_msg=k)

@@ -184,7 +184,7 @@ class SchedulingEnv(gym.Env):
         self._sim = sim
         self.workload_seed = wseed
         self.dp.rescue_idle = sim.points == "events"
-        self.dp.reset(self.np_random)
+        self.dp.reset(self.np_random, workload=sim)  # (what it learnt of this workload's jobs is kept)
         self.invalid_actions = 0
         self.episode_job_s = 0.0
         self._done = False

@@ -57,6 +57,34 @@ DYN_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in (
     "speed_vs_requested", "log_hours_to_finish", "servers_spanned", "share_of_free_gpus", "is_hint"))
 
 
+# Workloads whose job caches a decision point keeps between episodes (a training pool's seeds).
+WORKLOADS_KEPT = 16
+
+
+class _JobCaches:
+    """What a decision point learns of one workload's jobs: their profiles
+    (and whether every CPU and memory figure of them is a whole number),
+    first-seen jobs and architecture/mode variants, and what the predictor
+    says of them (speeds, job facts, menu speeds), kept for the predictor
+    ``priced_by`` only."""
+
+    def __init__(self) -> None:
+        self.profiles: dict[str, ModelProfile] = {}
+        self.whole = True
+        self.base_jobs: dict[int, Job] = {}
+        self.variants: dict[tuple[int, str, str], Job] = {}
+        self.priced_by: object | None = None
+        self.speed_cache: dict[tuple, float] = {}
+        self.facts: dict[tuple, tuple[float, ...]] = {}
+        self.slot_speed: dict[tuple[int | str, int], np.ndarray] = {}
+        self.valid_speeds: dict[tuple[int | str, int, bytes, float], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
+
+    def drop_priced(self, perf: object) -> None:
+        for c in (self.speed_cache, self.facts, self.slot_speed, self.valid_speeds):
+            c.clear()
+        self.priced_by = perf
+
+
 class InvalidActionError(ValueError):
     """An action the mask does not allow."""
 
@@ -240,15 +268,22 @@ class DecisionPoint:
         self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
         self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
         self._index = PlacementIndex(topo, self.link_off)
+        self._workloads: dict[object, _JobCaches] = {}  # see reset, least recently used first
         self.view: ClusterView | None = None
         self.alloc_policy: AllocationPolicy | None = None
         self._mask = np.zeros(self.n_actions, dtype=np.int8)
         self.reset(np.random.default_rng(0))
 
     # ------------------------------------------------------------ episode
-    def reset(self, rng: np.random.Generator) -> None:
+    def reset(self, rng: np.random.Generator, workload: object | None = None) -> None:
         """A new episode: the heuristic policies are reset (seeded from
-        ``rng``) and every cache is dropped."""
+        ``rng``) and every cache of the last episode is dropped, except
+        where ``workload`` (an object standing for the episode's jobs: the
+        environments pass their ``Simulation``) was seen in one of the last
+        ``WORKLOADS_KEPT`` episodes: then what was learnt of its jobs (their
+        profiles, variants, facts and predicted speeds) is taken up again,
+        its predicted speeds only while the predictor is the same object
+        (``begin`` checks)."""
         self.placement_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
         self.alloc_policy = None
         if not self.agent_allocates:
@@ -259,13 +294,16 @@ class DecisionPoint:
             self.hint_policy = ALLOCATIONS[self.hint_name].factory(**self.hint_options)  # type: ignore[assignment]
             self.hint_policy.reset(self.topo, np.random.default_rng(rng.integers(2**63)))
         self._hints: dict[int, Allocation] = {}
-        self.profiles: dict[str, ModelProfile] = {}
-        self.base_jobs: dict[int, Job] = {}
-        self._variants: dict[tuple[int, str, str], Job] = {}
-        self._speed_cache: dict[tuple, float] = {}
-        self._facts: dict[tuple, tuple[float, ...]] = {}
-        self._slot_speed: dict[tuple[int | str, int], np.ndarray] = {}
-        self._valid_speeds: dict[tuple[int | str, int, bytes, float], tuple[float, np.ndarray, np.ndarray, np.ndarray]] = {}
+        known = self._workloads.pop(workload, None) if workload is not None else None
+        c = known if known is not None else _JobCaches()
+        if workload is not None:
+            self._workloads[workload] = c
+            while len(self._workloads) > WORKLOADS_KEPT:
+                del self._workloads[next(iter(self._workloads))]  # the least recently used
+        self._jc = c
+        self.profiles, self.base_jobs, self._variants = c.profiles, c.base_jobs, c.variants
+        self._speed_cache, self._facts = c.speed_cache, c.facts
+        self._slot_speed, self._valid_speeds = c.slot_speed, c.valid_speeds
         self._index.clear()
         self.decisions = 0  # decision() calls since reset
         self._past = (-1, 0.0)  # (decisions, their feature)
@@ -273,19 +311,21 @@ class DecisionPoint:
         self.view = None
         self._board: Board | None = None
         self._kept: tuple[list[Job], list[Placement], tuple | None] | None = None
-        self._whole = True  # every CPU and memory figure of the profiles seen is a whole number
 
     # ----------------------------------------------------- decision points
     def begin(self, view: ClusterView) -> bool:
         """Set up a decision point on ``view``; True if the agent has a choice
         (False: the point is already decided, ``decision()`` is ready)."""
+        jc = self._jc
+        if view.perf is not jc.priced_by:  # predicted speeds are the predictor's
+            jc.drop_priced(view.perf)
         profiles, bases = self.profiles, self.base_jobs
         for job in view.jobs:
             if job.job_id not in bases:
                 bases[job.job_id] = job
                 if job.model not in profiles:
                     pr = profiles[job.model] = get_profile(job.model, view.catalogue)
-                    self._whole = self._whole and all(
+                    jc.whole = jc.whole and all(
                         float(x).is_integer() for x in (pr.worker_cores, pr.worker_mem_gb, pr.ps_cores, pr.ps_mem_gb))
         self.view = view  # (read by the pricing; permuted below when the hint orders the jobs)
         if self.agent_allocates:
@@ -353,7 +393,7 @@ class DecisionPoint:
             # The engine's loads are those of the kept placements where they are all its running
             # jobs and every figure is a whole number (sums exact in any order, as the board's).
             loads = (view.gpu_tasks, view.server_cores_used, view.server_mem_used) \
-                if self._whole and len(kp) == len(vpls) - vpls.count(None) else None
+                if jc.whole and len(kp) == len(vpls) - vpls.count(None) else None
             if len(kp) == len(todo) and (kp or not self.rescue_idle):
                 # Nothing to place (every allocated job keeps its placement; they fit together,
                 # the engine ran them so): the point needs no board, unless something asks for it.
