@@ -4,6 +4,7 @@ random-policy episode (reset included). Targets: >= 5,000 steps/s, an
 episode under 10 s.
 
     .venv/bin/python benchmarks/env_speed.py [--env hrlsched/Allocation-v0] [--seed 0] [--breakdown] [--episodes 10]
+        [--workloads 4]
 
 ``--collect`` runs a full garbage collection after the warm-up: the first
 full collection after the imports (some 20 ms over the whole heap, about
@@ -89,13 +90,17 @@ def main() -> None:
     ap.add_argument("--episodes", type=int, default=1,
                     help="also measure this many more episodes after the first (action seeds seed+1, ...) and "
                          "print their steps over their CPU seconds: a sustained run, where a full garbage "
-                         "collection falls in one episode of several")
+                         "collection falls in one episode of several; and the peak memory after them (the "
+                         "caches of placements are bounded: see docs/environments.md)")
+    ap.add_argument("--workloads", type=int, default=1,
+                    help="workload seeds in the pool, seed..seed+N-1, one drawn at each reset (default 1: the "
+                         "same workload every episode; more, with --episodes, shows memory over many workloads)")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     ids = args.env or ["hrlsched/Allocation-v0", "hrlsched/Placement-v0", "hrlsched/Hierarchical-v0"]
     for env_id in ids:
-        env = gym.make(env_id, scenario=args.scenario, seeds=[args.seed]).unwrapped
+        env = gym.make(env_id, scenario=args.scenario, seeds=list(range(args.seed, args.seed + max(args.workloads, 1)))).unwrapped
         episode(env, args.seed + 100)  # warm-up: builds the scenario and fills the model's caches
         if args.collect:
             gc.collect()
@@ -125,7 +130,17 @@ def main() -> None:
             n = steps + sum(r[0] for r in runs)
             cpu = info["cpu_stepping"] + sum(r[3]["cpu_stepping"] for r in runs)
             print(f"{'':26s} {args.episodes} episodes: {n} steps, {n / cpu:,.0f} steps/cpu-s, "
-                  f"load average {os.getloadavg()[0]:.1f}")
+                  f"load average {os.getloadavg()[0]:.1f}{max_rss()}")
+
+
+def max_rss() -> str:
+    """The process's peak resident memory so far (where the platform says)."""
+    try:
+        import resource
+    except ImportError:  # (not on Windows)
+        return ""
+    kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux
+    return f", peak memory {kb / 1024:.0f} MiB"
 
 
 if __name__ == "__main__":
