@@ -34,8 +34,34 @@ import numpy as np
 import hrlsched.envs  # noqa: F401
 
 
+class GCTime:
+    """Seconds the cyclic garbage collector ran, and its full collections,
+    since ``start`` (a ``gc.callbacks`` entry): one full collection walks
+    every object of the process (some 20 ms here after the imports), so
+    whether it falls in a 0.14 s episode moves that episode's figure by
+    about a seventh."""
+
+    def __init__(self) -> None:
+        self.seconds, self.full, self._t = 0.0, 0, 0.0
+        gc.callbacks.append(self._cb)
+
+    def start(self) -> None:
+        self.seconds, self.full = 0.0, 0
+
+    def _cb(self, phase: str, info: dict) -> None:
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.seconds += time.perf_counter() - self._t
+            self.full += info["generation"] == 2
+
+
+GC = GCTime()
+
+
 def episode(env: gym.Env, seed: int) -> tuple[int, float, float, dict]:
     rng = np.random.default_rng(seed)
+    GC.start()
     t0, c0 = time.perf_counter(), time.process_time()
     _, info = env.reset(seed=seed)
     t1, c1 = time.perf_counter(), time.process_time()
@@ -48,7 +74,8 @@ def episode(env: gym.Env, seed: int) -> tuple[int, float, float, dict]:
         done = te or tr
     t2, c2 = time.perf_counter(), time.process_time()
     # CPU seconds too: on a shared machine the wall clock also counts other processes' turns
-    return steps, t2 - t0, t2 - t1, {**info, "return": total, "cpu": c2 - c0, "cpu_stepping": c2 - c1}
+    return steps, t2 - t0, t2 - t1, {**info, "return": total, "cpu": c2 - c0, "cpu_stepping": c2 - c1,
+                                     "gc_s": GC.seconds, "gc_full": GC.full}
 
 
 def timed(parts: list[tuple[type, str, bool]]) -> tuple[dict[str, float], collections.Counter, Callable[[], None]]:
@@ -124,12 +151,16 @@ def main() -> None:
               f"{steps / stepping:,.0f} steps/s, episode {wall:.2f} s (reset included), "
               f"return {info['return']:.1f}, idle rescues {info['idle_rescues']}; CPU time: "
               f"{steps / info['cpu_stepping']:,.0f} steps/cpu-s, episode {info['cpu']:.2f} cpu-s, "
+              f"garbage collection {info['gc_s'] * 1e3:.0f} ms ({info['gc_full']} full), "
               f"load average {os.getloadavg()[0]:.1f}")
         if args.episodes > 1:
             runs = [episode(env, args.seed + i) for i in range(1, args.episodes)]
             n = steps + sum(r[0] for r in runs)
             cpu = info["cpu_stepping"] + sum(r[3]["cpu_stepping"] for r in runs)
+            gc_s = info["gc_s"] + sum(r[3]["gc_s"] for r in runs)
+            full = info["gc_full"] + sum(r[3]["gc_full"] for r in runs)
             print(f"{'':26s} {args.episodes} episodes: {n} steps, {n / cpu:,.0f} steps/cpu-s, "
+                  f"garbage collection {gc_s * 1e3:.0f} ms ({full} full), "
                   f"load average {os.getloadavg()[0]:.1f}{max_rss()}")
 
 
