@@ -518,23 +518,27 @@ class Simulation:
         if run.size:
             any_fin = first_fin <= dt + EPS  # some fin_rel <= dt + EPS
             fin = fin_rel <= dt + EPS if any_fin else None
-            # Where no job finishes every job holds the whole dt: the scalar gives the same values.
-            held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
+            # A job that does not finish holds the whole dt: min(fin_rel, dt) is dt for it (fin_rel >
+            # dt + EPS; no NaN, or first_fin would be NaN). No job finishes: the scalar, the same values.
+            held = np.minimum(fin_rel, dt) if any_fin else dt
             # (no finish and no restart: both scalars, and dt - 0.0 = dt > 0)
             productive = np.maximum(held - d, 0.0) if any_fin or rs.delayed else dt
-            st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
+            st.progress[run] = prog + rate * productive  # the jobs that finish: set to their total below
             if rs.delayed:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
-            # PSs, slowdown), prod_s += productive: the same products, added in one operation.
+            # PSs, slowdown), prod_s += productive: the same products, added in one operation
+            # (``add.at``: the same sums as ``held[:, run] += add``, with no gather and scatter).
             add = rs.per_held * held
-            add[1] = productive
-            st.held[:, run] += add
+            if productive is not dt:  # (row 1 of ``per_held`` is ones: held x 1 where it is dt)
+                add[1] = productive
+            np.add.at(st.held, (slice(None), run), add)
             if any_fin:
                 fi = run[fin]
                 fl = fi.tolist()  # as Python ints, which index lists and dicts faster
                 fr = fin_rel[fin]
                 early = dt - fr
+                st.progress[fi] = self.total[fi]
                 st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
                 acc.job_seconds -= float(np.add.reduce(early))  # ``ndarray.sum``'s reduction
