@@ -13,6 +13,7 @@ import pytest
 from hrlsched.cluster import Placement, Topology
 from hrlsched.contract import Decision, InvalidDecisionError
 from hrlsched.core import CATALOGUE
+from hrlsched.perf import OptimusModel
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.sim import EngineConfig, Simulation
 from hrlsched.sim.validation import decision_loads, loads, loads_after
@@ -162,3 +163,27 @@ def test_analytic_terms_cache_gives_what_a_fresh_model_gives() -> None:
         fresh = AnalyticModel(topo, CATALOGUE)
         np.testing.assert_array_equal(kept.speeds(jobs, pls, batch), fresh.speeds(jobs, pls, batch))
         np.testing.assert_array_equal(kept.isolated_speeds(jobs, pls, batch), fresh.isolated_speeds(jobs, pls, batch))
+
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
+def test_a_non_positive_or_non_finite_speed_is_refused(topo, perf, bad, at) -> None:
+    """The engine's check of the model's speeds (the least and the greatest, NaN
+    propagating) refuses any bad value, wherever it is among the jobs."""
+    class Bad(OptimusModel):
+        def speeds_and_alone(self, *a, **k):  # noqa: ANN002, ANN003, ANN202
+            sp, alone = super().speeds_and_alone(*a, **k)
+            sp = sp.copy()
+            sp[at] = bad
+            return sp, alone
+
+    jobs = [job(0, samples=1e9), job(1, samples=1e9), job(2, samples=1e9)]
+    decision = Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,)), 2: Placement((2,), (1,))})
+    sim = Simulation(topo, jobs, Bad(topo, CATALOGUE), ENG)
+    sim.reset()
+    with pytest.raises(RuntimeError, match=f"non-positive speed for job {at}"):
+        sim.step(decision)
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    sim.step(decision)

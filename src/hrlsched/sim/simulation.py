@@ -425,7 +425,7 @@ class Simulation:
             st.n_workers[i], st.n_ps[i] = pl.n_workers, pl.n_ps
             st.per_held[2:5, i] = pl.n_workers
             st.per_held[5, i] = pl.n_ps
-            if np.isnan(st.start[i]):
+            if math.isnan(st.start[i]):  # (math: a numpy scalar call costs more)
                 st.start[i] = st.time_s
                 st.delay_left[i] = self.restart_cost[i] if cfg.restart_on_first_start else 0.0
             else:
@@ -453,7 +453,7 @@ class Simulation:
             changed_set = set(changed)
             moved = [k for k, i in enumerate(keys) if i in changed_set]
             sp, alone = perf.speeds_and_alone(rj, pls, rb, moved)
-            if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
+            if not (np.minimum.reduce(sp) > 0 and np.maximum.reduce(sp) < math.inf):  # NaN fails both (and propagates)
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
