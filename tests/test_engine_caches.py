@@ -99,6 +99,11 @@ def test_repeated_choices_naming_a_finished_job_are_rejected(topo, perf) -> None
     assert out.completions == [0]
     with pytest.raises(InvalidDecisionError, match="job 0: arch given for a job that is not active"):
         sim.step(Decision({1: sim.state.running[1]}, arch=arch, mode=mode))
+    # Named in the modes only (the check looks at the jobs finished since the last decision).
+    sim.reset()
+    sim.step(Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,))}, arch={1: "ps"}, mode=mode))
+    with pytest.raises(InvalidDecisionError, match="job 0: mode given for a job that is not active"):
+        sim.step(Decision({1: sim.state.running[1]}, arch={1: "ps"}, mode=mode))
 
 
 def test_some_of_the_last_choices_after_a_job_finished_change_nothing(topo, perf) -> None:

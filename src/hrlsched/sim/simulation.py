@@ -566,6 +566,7 @@ class Simulation:
                 st.n_workers[fi] = st.n_ps[fi] = 0
                 st.act_idx = st.run_set = None
                 st.n_finished += int(fi.size)
+                st.finished += fl
                 st.dirty = True
         st.time_s += dt
         st.round_index += k
