@@ -293,7 +293,7 @@ class Simulation:
         """``st.active`` as an index array (kept until a job arrives or finishes)."""
         act = st.act_idx
         if act is None:
-            act = st.act_idx = np.array(st.active, dtype=np.int64)
+            act = st.act_idx = np.fromiter(st.active, dtype=np.int64, count=len(st.active))  # (less overhead than np.array)
         return act
 
     def _run_set(self, st: SimState, act: np.ndarray) -> RunSet:
