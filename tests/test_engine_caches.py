@@ -13,6 +13,7 @@ import pytest
 from hrlsched.cluster import Placement, Topology
 from hrlsched.contract import Decision, InvalidDecisionError
 from hrlsched.core import CATALOGUE
+from hrlsched.perf import OptimusModel
 from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.sim import EngineConfig, Simulation
 from hrlsched.sim.validation import decision_loads, loads, loads_after
@@ -98,6 +99,11 @@ def test_repeated_choices_naming_a_finished_job_are_rejected(topo, perf) -> None
     assert out.completions == [0]
     with pytest.raises(InvalidDecisionError, match="job 0: arch given for a job that is not active"):
         sim.step(Decision({1: sim.state.running[1]}, arch=arch, mode=mode))
+    # Named in the modes only (the check looks at the jobs finished since the last decision).
+    sim.reset()
+    sim.step(Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,))}, arch={1: "ps"}, mode=mode))
+    with pytest.raises(InvalidDecisionError, match="job 0: mode given for a job that is not active"):
+        sim.step(Decision({1: sim.state.running[1]}, arch={1: "ps"}, mode=mode))
 
 
 def test_some_of_the_last_choices_after_a_job_finished_change_nothing(topo, perf) -> None:
@@ -210,3 +216,26 @@ def test_repeated_solve_memo_tells_jobs_of_one_id_apart() -> None:
     a = AnalyticModel(topo, CATALOGUE)
     sync, asyn = a.speeds([cases[0]], pl, b), a.speeds([cases[1]], pl, b)
     assert sync[0] != asyn[0]
+
+
+@pytest.mark.parametrize("at", [0, 1, 2])
+@pytest.mark.parametrize("bad", [0.0, -1.0, np.nan, np.inf])
+def test_a_non_positive_or_non_finite_speed_is_refused(topo, perf, bad, at) -> None:
+    """The engine's check of the model's speeds (the least and the greatest, NaN
+    propagating) refuses any bad value, wherever it is among the jobs."""
+    class Bad(OptimusModel):
+        def speeds_and_alone(self, *a, **k):  # noqa: ANN002, ANN003, ANN202
+            sp, alone = super().speeds_and_alone(*a, **k)
+            sp = sp.copy()
+            sp[at] = bad
+            return sp, alone
+
+    jobs = [job(0, samples=1e9), job(1, samples=1e9), job(2, samples=1e9)]
+    decision = Decision({0: Placement((0,), (0,)), 1: Placement((1,), (0,)), 2: Placement((2,), (1,))})
+    sim = Simulation(topo, jobs, Bad(topo, CATALOGUE), ENG)
+    sim.reset()
+    with pytest.raises(RuntimeError, match=f"non-positive speed for job {at}"):
+        sim.step(decision)
+    sim = Simulation(topo, jobs, perf, ENG)
+    sim.reset()
+    sim.step(decision)

@@ -113,6 +113,8 @@ def _episode(sim: Simulation, decide, share: int, seed: int) -> None:  # noqa: A
         for have, w in zip((st_.gpu_tasks, st_.cores_used, st_.mem_used), want):
             assert have.tobytes() == w.astype(have.dtype).tobytes(), "loads of the running jobs"
         assert np.all(st_.n_workers[~running] == 0), "workers counted for a job that does not run"
+        # (a round where no job finishes or restarts adds dt itself to prod_s: per_held's row 1 times dt)
+        assert np.all(st_.per_held[1] == 1.0) and np.all(st_.prod_s <= st_.hold_s), "seconds held outside restarts"
         if last_progress is not None:
             assert np.all(st_.progress >= last_progress - 1e-9), "work never decreases"
         total = np.array([j.total_samples for j in st_.jobs])

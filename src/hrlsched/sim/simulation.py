@@ -41,7 +41,7 @@ from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.sim.predictor import NoisyPredictor, lognormal_factors
 from hrlsched.sim.result import SimResult
-from hrlsched.sim.state import SimState
+from hrlsched.sim.state import HELD_ROWS, SimState
 from hrlsched.sim.validation import Resources, add_tasks, check_decision, decision_loads, loads
 
 EPS = 1e-9
@@ -98,18 +98,20 @@ class StepResult:
     rounds: int = 0
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(eq=False, slots=True)  # (not frozen: its __init__ and reads cost less; nothing writes to it)
 class RunSet:
     """The running jobs (indices, in active order) and what ``_advance`` reads
     of them that changes only when the running set or its placements do: total
-    work, their columns of ``SimState.per_held``, their mean slowdown, the busy
-    GPUs, and whether any of them is restarting (a delay is set only where a decision changes something; it
+    work, their columns of ``SimState.per_held`` (and of ``SimState.held``, as
+    indices into it flattened), their mean slowdown, the busy GPUs, and whether
+    any of them is restarting (a delay is set only where a decision changes something; it
     then only shrinks). Kept in ``SimState.run_set`` until a decision changes
     something or a job finishes."""
 
     run: np.ndarray
     total: np.ndarray
     per_held: np.ndarray  # read-only use: ``_advance`` multiplies it into a new array
+    held_flat: np.ndarray  # row r, job j -> r * n_jobs + j
     mean_slow: float
     busy: int
     delayed: bool
@@ -180,6 +182,7 @@ class Simulation:
         self._seed = 0
         self._view_perf: PerformanceModel = perf
         self._state: SimState | None = None
+        self._held_rows = np.arange(len(HELD_ROWS))[:, None] * len(jobs_)  # where each row of SimState.held starts
 
     def _check_jobs(self) -> None:
         g = self.topo.n_gpus
@@ -290,18 +293,19 @@ class Simulation:
         """``st.active`` as an index array (kept until a job arrives or finishes)."""
         act = st.act_idx
         if act is None:
-            act = st.act_idx = np.array(st.active, dtype=np.int64)
+            act = st.act_idx = np.fromiter(st.active, dtype=np.int64, count=len(st.active))  # (less overhead than np.array)
         return act
 
     def _run_set(self, st: SimState, act: np.ndarray) -> RunSet:
         rs = st.run_set
         if rs is None:
             run = act[st.n_workers[act] > 0]
-            slow = st.slowdown[run]
+            per_held = st.per_held.take(run, axis=1)  # (``take``: fancy indexing's values, with less overhead)
+            slow = per_held[6]  # the slowdowns
             # ndarray.mean's arithmetic, without its overhead
-            mean_slow = float(np.add.reduce(slow) / slow.size) if run.size else 1.0
-            rs = st.run_set = RunSet(run, self.total[run], st.per_held[:, run], mean_slow, int(np.count_nonzero(st.gpu_tasks)),
-                                     bool(np.count_nonzero(st.delay_left[run])))
+            mean_slow = float(np.add.reduce(slow)) / slow.size if run.size else 1.0
+            rs = st.run_set = RunSet(run, self.total[run], per_held, (self._held_rows + run).reshape(-1), mean_slow,
+                                     int(np.count_nonzero(st.gpu_tasks)), bool(np.count_nonzero(st.delay_left[run])))
         return rs
 
     def _view(self) -> ClusterView:
@@ -421,7 +425,7 @@ class Simulation:
             st.n_workers[i], st.n_ps[i] = pl.n_workers, pl.n_ps
             st.per_held[2:5, i] = pl.n_workers
             st.per_held[5, i] = pl.n_ps
-            if np.isnan(st.start[i]):
+            if math.isnan(st.start[i]):  # (math: a numpy scalar call costs more)
                 st.start[i] = st.time_s
                 st.delay_left[i] = self.restart_cost[i] if cfg.restart_on_first_start else 0.0
             else:
@@ -449,7 +453,7 @@ class Simulation:
             changed_set = set(changed)
             moved = [k for k, i in enumerate(keys) if i in changed_set]
             sp, alone = perf.speeds_and_alone(rj, pls, rb, moved)
-            if not ((sp > 0) & (sp < math.inf)).all():  # NaN fails both
+            if not (np.minimum.reduce(sp) > 0 and np.maximum.reduce(sp) < math.inf):  # NaN fails both (and propagates)
                 bad = ri[int(np.flatnonzero(~(np.isfinite(sp) & (sp > 0)))[0])]
                 raise RuntimeError(f"performance model gave a non-positive speed for job {self.jobs[bad].job_id}")
             st.speed[ri] = sp
@@ -491,7 +495,9 @@ class Simulation:
             prog, rate = st.progress[run], st.rate[run]
             # No job restarting: the delays as the scalar 0.0 (the same values in every expression below).
             d = st.delay_left[run] if rs.delayed else 0.0
-            fin_rel = d + (rs.total - prog) / rate
+            fin_rel = (rs.total - prog) / rate
+            if rs.delayed:  # (else 0.0 + fin_rel: the same values, none being -0.0 with rate > 0 and total >= prog)
+                fin_rel = d + fin_rel
             first_fin = float(np.minimum.reduce(fin_rel))  # ``ndarray.min``'s reduction, without its wrapper
         if jump:
             t, na = st.time_s, st.next_arrival
@@ -518,23 +524,27 @@ class Simulation:
         if run.size:
             any_fin = first_fin <= dt + EPS  # some fin_rel <= dt + EPS
             fin = fin_rel <= dt + EPS if any_fin else None
-            # Where no job finishes every job holds the whole dt: the scalar gives the same values.
-            held = np.where(fin, np.minimum(fin_rel, dt), dt) if any_fin else dt
+            # A job that does not finish holds the whole dt: min(fin_rel, dt) is dt for it (fin_rel >
+            # dt + EPS; no NaN, or first_fin would be NaN). No job finishes: the scalar, the same values.
+            held = np.minimum(fin_rel, dt) if any_fin else dt
             # (no finish and no restart: both scalars, and dt - 0.0 = dt > 0)
             productive = np.maximum(held - d, 0.0) if any_fin or rs.delayed else dt
-            st.progress[run] = np.where(fin, rs.total, prog + rate * productive) if any_fin else prog + rate * productive
+            st.progress[run] = prog + rate * productive  # the jobs that finish: set to their total below
             if rs.delayed:
                 st.delay_left[run] = np.maximum(d - dt, 0.0)
             # hold_s, gpu_s, attained, worker_s, ps_s, slow_s += held x (1, workers, workers, workers,
-            # PSs, slowdown), prod_s += productive: the same products, added in one operation.
+            # PSs, slowdown), prod_s += productive: the same products, added in one operation
+            # (through ``held``'s flat view: one-dimensional indexing costs less than ``held[:, run]``).
             add = rs.per_held * held
-            add[1] = productive
-            st.held[:, run] += add
+            if productive is not dt:  # (row 1 of ``per_held`` is ones: held x 1 where it is dt)
+                add[1] = productive
+            st.held.reshape(-1)[rs.held_flat] += add.reshape(-1)
             if any_fin:
                 fi = run[fin]
                 fl = fi.tolist()  # as Python ints, which index lists and dicts faster
                 fr = fin_rel[fin]
                 early = dt - fr
+                st.progress[fi] = self.total[fi]
                 st.finish[fi] = st.time_s + fr
                 st.contention[fi] -= n_act * early
                 acc.job_seconds -= float(np.add.reduce(early))  # ``ndarray.sum``'s reduction
@@ -556,6 +566,7 @@ class Simulation:
                 st.n_workers[fi] = st.n_ps[fi] = 0
                 st.act_idx = st.run_set = None
                 st.n_finished += int(fi.size)
+                st.finished += fl
                 st.dirty = True
         st.time_s += dt
         st.round_index += k

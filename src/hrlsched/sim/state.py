@@ -83,9 +83,11 @@ class SimState:
     # an index array, and the running jobs' ``RunSet`` (sim.simulation).
     act_idx: np.ndarray | None = None
     run_set: object | None = None
-    # Jobs finished so far, and the last applied decision's (arch, mode, finished then): a decision
-    # with the same choices while no job finished needs no new check (sim.validation).
+    # Jobs finished so far (and their indices, in finish order), and the last applied decision's
+    # (arch, mode, finished then): a decision with the same choices, or some of them, needs no new
+    # check but for the jobs finished since (sim.validation).
     n_finished: int = 0
+    finished: list[int] = field(default_factory=list)
     last_choices: tuple[dict, dict, int] | None = None
 
     @classmethod

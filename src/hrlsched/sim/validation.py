@@ -90,7 +90,11 @@ def check_choices(
     is_active = st.is_active
     if last is not None and decision.arch.items() <= last[0].items() and decision.mode.items() <= last[1].items():
         # Some of them (jobs finished since): allowed, and the jobs' effective ones (a job not
-        # named keeps its own, which the last decision set); only whether each job is active is left.
+        # named keeps its own, which the last decision set); only whether each job is active is left,
+        # and only a job finished since may not be (else the loop below names it).
+        if not any(base[i].job_id in decision.arch or base[i].job_id in decision.mode
+                   for i in st.finished[last[2]:]):
+            return {}
         for what, table in (("arch", decision.arch), ("mode", decision.mode)):
             for jid in table:
                 i = index.get(jid)
