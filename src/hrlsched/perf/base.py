@@ -38,9 +38,9 @@ class PerformanceModel(ABC):
     # may share them between jobs of one model; False for a per-job predictor.
     per_model: bool = True
     # Most entries a per-placement cache holds before it is dropped: a long
-    # training run keeps meeting new placements without end (the analytic
-    # model keeps some 15 KB per placement), and dropping a cache changes no
-    # figure, it only costs rebuilding what is asked for again.
+    # training run keeps meeting new placements without end (the peak memory
+    # of ``benchmarks/env_speed.py --episodes 500 --workloads 4``), and dropping
+    # a cache changes no figure, it only costs rebuilding what is asked for again.
     cache_entries: int = 8192
 
     def __init__(
