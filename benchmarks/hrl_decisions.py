@@ -54,7 +54,7 @@ def main() -> int:
     net = ckpt.build_net(ck)
     kw = {**ck["env_kwargs"], "scenario": args.scenario, "overrides": []}  # the scenario as evaluated, not trained
     if args.reserve:
-        from hrlsched.envs.decision import RESERVE_RUNNING
+        from hrlsched.envs.hint import RESERVE_RUNNING
 
         kw["reserve_running"] = RESERVE_RUNNING[args.reserve]
     env = make_env("allocate", args.seed, kw)

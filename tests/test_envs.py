@@ -78,10 +78,10 @@ def check_masks(env: gym.Env) -> None:
         assert valid[WAIT]
         assert valid[KEEP] == (cur_pl is not None and board.occ.fits(cur, cur_pl))
         exact = dp.placement_policy.name in ("pack", "balance")
-        for c in dp._slots(cur, dp.base_jobs[cur.job_id]).tolist():
+        for c in dp.masks.slots(cur, dp.base_jobs[cur.job_id]).tolist():
             if not (valid[c] or exact):
                 continue
-            pl = dp.feas.policy.place_job(view, board.occ, dp._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
+            pl = dp.feas.policy.place_job(view, board.occ, dp.pricing.slot_job(cur, c), int(t.workers[c]), int(t.ps[c]))
             placed = pl is not None and pl.n_workers == t.workers[c] and pl.n_ps == t.ps[c] \
                 and len(set(pl.gpus)) == pl.n_workers and board.occ.fits(cur, pl)
             assert placed == valid[c] if exact else placed, (c, valid[c], pl)
