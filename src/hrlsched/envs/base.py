@@ -21,6 +21,13 @@ sum over an episode in which every job finishes is ``-total JCT / (3600 *
 reward_jobs)``. Episodes terminate when the workload is done and are
 truncated at ``max_time_s`` simulated seconds or ``max_decisions`` decision
 points.
+
+Invalid actions: by default (``invalid_action="fallback"``) an action the
+mask forbids is counted (``info["invalid_actions"]``) and the job waits (an
+allocation choice) or is deferred (a placement phase), so that ``step``
+takes any action of the action space, as gymnasium's API (and its
+``check_env``) expects; ``"raise"`` raises ``InvalidActionError`` instead.
+The action space's ``sample()`` draws among the actions valid now.
 """
 
 from __future__ import annotations
@@ -97,6 +104,7 @@ class MaskedDiscrete(spaces.Discrete):
         self.valid = np.ones(n, dtype=np.int8)
 
     def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        """A valid action now (``mask``/``probability``: as ``Discrete.sample``)."""
         if mask is None and probability is None:
             mask = self.valid
         return super().sample(mask=mask, probability=probability)
@@ -126,12 +134,14 @@ class SchedulingEnv(gym.Env):
       placement can place then starts (counted in ``info["idle_rescues"]``).
     - ``skip_forced``: a job whose only valid choice is to wait is passed
       over without asking the agent.
-    - ``invalid_action``: ``"raise"`` (an action the mask forbids raises
-      ``InvalidActionError`` naming the action and why) or ``"fallback"``
-      (it is counted in ``info["invalid_actions"]`` and the job waits, or is
-      deferred in a placement phase). ``gymnasium``'s ``check_env`` needs
-      ``"fallback"``: its determinism check samples an action before it
-      resets the environment, so the action may be masked at that state.
+    - ``invalid_action``: ``"fallback"`` (an action the mask forbids is
+      counted in ``info["invalid_actions"]`` and the job waits, or is
+      deferred in a placement phase) or ``"raise"`` (it raises
+      ``InvalidActionError`` naming the action and why: to catch an agent
+      that ignores the mask). ``"fallback"`` by default, so that
+      ``gymnasium``'s ``check_env`` passes: its determinism check samples an
+      action before it resets the environment, so the action may be masked
+      at that state, however the action space samples.
     - ``hint``: an allocation heuristic (by name, e.g. ``"optimus"``) run at
       every decision point whose choices the level-1 observation shows
       (``hint_workers`` per job, ``is_hint`` per candidate); None: those
@@ -172,7 +182,7 @@ class SchedulingEnv(gym.Env):
         max_decisions: int | None = None,
         reward_jobs: float = 10.0,
         skip_forced: bool = True,
-        invalid_action: str = "raise",
+        invalid_action: str = "fallback",
         hint: str | None = None,
         hint_options: Mapping[str, float] | None = None,
         reserve_running: bool | str = True,
