@@ -463,13 +463,11 @@ class DecisionPoint:
                     self._reserved[k] = False
                     self.board.release(view.jobs[k], view.placements[k])
                     self.obs.rows_dirty = True
-                cur, cur_pl = view.jobs[k], view.placements[k]
                 if self.skip_forced:
-                    if self.masks.forced(self.board, cur, cur_pl):
+                    if self.masks.forced(self.board, view.jobs[k], view.placements[k]):
                         decided[k] = 1.0
                         continue
-                vs = self.valid_slots = self.masks.valid(view, self.board, cur, cur_pl, self.base_jobs[cur.job_id],
-                                                         int(view.batch_sizes[k]))
+                vs = self.valid_slots = self.masks.valid(view, self.board, k)
                 self._mask = vs.mask.copy()
                 if not self.skip_forced or len(vs.idx) > 1:  # more than wait
                     return True

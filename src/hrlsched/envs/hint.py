@@ -110,14 +110,15 @@ class Hint:
         return [hw[j.job_id].workers if j.job_id in hw else 0 for j in jobs]
 
     def slot(self, t: CandidateTable, valid: np.ndarray, vk: bytes, cur: Job, cur_pl: Placement | None,
-             base: Job) -> int:
-        """The menu slot nearest to the hint's allocation of ``cur`` among the
-        ``valid`` slots (their bytes ``vk``; ``base``: the job as first seen,
-        whose open choices the hint may change); *wait* where the hint gives
-        it nothing; -1 without a hint."""
+             bases: dict[int, Job]) -> int:
+        """With a hint, the menu slot nearest to its allocation of ``cur`` among
+        the ``valid`` slots (their bytes ``vk``; ``bases``: the jobs as first
+        seen, whose open choices the hint may change); *wait* where the hint
+        gives it nothing."""
         al = self.allocs.get(cur.job_id)
         if al is None:
-            return -1 if self.policy is None else WAIT
+            return WAIT
+        base = bases[cur.job_id]
         arch = al.arch if al.arch is not None and base.arch_open else cur.arch
         mode = al.mode if al.mode is not None and base.mode_open else cur.mode
         ps = max(al.ps, 1) if arch == "ps" else 0

@@ -363,11 +363,12 @@ class CandidateMasks:
             return False
         return pl is None or not board.fits(job, pl)
 
-    def valid(self, view: ClusterView, board: Board, cur: Job, cur_pl: Placement | None, base: Job,
-              bs: int) -> ValidSlots:
-        """The valid slots of job ``cur`` (running at ``cur_pl``; as first
-        seen, ``base``; batch size ``bs``)."""
+    def valid(self, view: ClusterView, board: Board, k: int) -> ValidSlots:
+        """The valid slots of job ``k`` of ``view`` on ``board``."""
         t, feas = self.table, self.feas
+        cur = view.jobs[k]
+        cur_pl = view.placements[k]
+        base = self.pricing.workload.base_jobs[cur.job_id]
         keep = cur_pl is not None and board.fits(cur, cur_pl)
         # The slots the rules decide depend on the job's menu, the room and the PS room only
         # (not on the PS room where the menu's open slots have no PS).
@@ -402,15 +403,16 @@ class CandidateMasks:
             kept[KEEP] = True
             sure.flags.writeable = kept.flags.writeable = False  # shared by the choices they decide
             v = self._slot_rules[key] = SlotRules(sure, kept, slots[ask].tolist(), sure.tobytes(), kept.tobytes())
-        if not v.ask and view.perf.prices_everything:  # the rules decide every slot
-            valid, vk = (v.kept, v.kept_key) if keep else (v.sure, v.sure_key)
+        sure, kept, ask, sure_key, kept_key = v
+        if not ask and view.perf.prices_everything:  # the rules decide every slot
+            valid, vk = (kept, kept_key) if keep else (sure, sure_key)
         else:
-            valid = (v.kept if keep else v.sure).copy()
-            for c in v.ask:
+            valid = (kept if keep else sure).copy()
+            for c in ask:
                 job = self.pricing.slot_job(cur, c)
                 valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
             if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
-                valid[2:] &= self.pricing.slot_speeds(cur, bs, valid)[2:] > 0
+                valid[2:] &= self.pricing.slot_speeds(cur, int(view.batch_sizes[k]), valid)[2:] > 0
             vk = valid.tobytes()
         vs = self._valid_sets.get(vk)
         if vs is None:

@@ -297,8 +297,7 @@ class Observer:
         dp = self.dp
         t, view, k, board = self.table, dp.view, dp.k, dp.board
         assert view is not None
-        vs = dp.valid_slots
-        valid, vk, idx, ix = vs.valid, vs.key, vs.idx, vs.ix
+        valid, vk, idx, ix, _ = dp.valid_slots
         cur = view.jobs[k]
         cur_pl = view.placements[k]
         prof = dp.profiles[cur.model]
@@ -319,7 +318,7 @@ class Observer:
             self._cand_base[bkey] = base
         req = max(self._req_l[k], 1e-12)
         bs = self._bs_l[k]
-        speeds = dp.pricing.valid_slot_terms(cur, bs, vk, ix, req)
+        _, rate, safe, pos = dp.pricing.valid_slot_terms(cur, bs, vk, ix, req)
         free = max(board.free_slots(), 1)
         # servers spanned (/ 4) and share of the free GPUs on the valid slots, kept per
         # (servers array, valid slots) and (free GPUs, valid slots)
@@ -349,10 +348,10 @@ class Observer:
         # speed over the request, hours to finish (0 where no speed), servers, share, hint:
         # the same IEEE operations per element as one by one
         rem = self._rem_l[k]
-        hours = rem / speeds.safe
+        hours = rem / safe
         hours /= F.HOUR
         np.log1p(hours, out=hours)
-        hours *= speeds.pos
+        hours *= pos
         if not rem < 1e290:  # only then can the log of a finite quotient exceed BIG (about 710 at most)
             np.minimum(hours, F.BIG, out=hours)
         zero = self._zeros.get(len(idx))
@@ -360,7 +359,7 @@ class Observer:
             zero = self._zeros[len(idx)] = np.zeros(len(idx))
             zero.flags.writeable = False
         # made column by column (``DYN_FEATURES``' order) in one call (its transpose: the rows, as a view)
-        dyn = np.array((speeds.rate, hours, spanned, share, zero), dtype=np.float32).T
+        dyn = np.array((rate, hours, spanned, share, zero), dtype=np.float32).T
         if valid[KEEP]:  # the second row: the job's own allocation
             assert cur_pl is not None
             cw = cur_pl.n_workers
@@ -374,9 +373,8 @@ class Observer:
             dyn[1, _D_KEEP] = (min(x / req, big),
                                min(math.log1p(rem / max(x, 1e-12) / F.HOUR), big) if x > 0 else 0.0,
                                min(dp.placement_index.spanned(cur_pl) / 4.0, big), min(cw / free, big))
-        hint = dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs[cur.job_id])
-        if hint >= 0:  # a valid slot (wait, keep or a valid candidate): its row
-            dyn[bisect.bisect_left(idx, hint), _D_HINT] = 1.0
+        if dp.hint.policy is not None:  # its slot: wait, keep or a valid candidate
+            dyn[bisect.bisect_left(idx, dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs)), _D_HINT] = 1.0
         return base, dyn, ix
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:

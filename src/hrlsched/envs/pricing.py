@@ -21,6 +21,7 @@ from hrlsched.core.catalogue import ModelProfile, get_profile
 from hrlsched.core.job import Job
 from hrlsched.envs import features as F
 from hrlsched.envs.candidates import CandidateTable
+from hrlsched.perf.base import PerformanceModel
 
 # Workloads whose jobs a decision point keeps what it learnt of between episodes (a training pool's seeds).
 WORKLOADS_KEPT = 16
@@ -139,7 +140,7 @@ class Pricing:
         self.n_gpus = n_gpus
         self._workloads: dict[object, Workload] = {}  # see reset, least recently used first
         self.workload = Workload()
-        self.perf: object | None = None
+        self.perf: PerformanceModel | None = None  # the point's predictor (``begin``)
 
     def reset(self, workload: object | None) -> Workload:
         """A new episode: the ``Workload`` of ``workload`` (an object standing
@@ -169,7 +170,7 @@ class Pricing:
         the predictor's speeds depend on a job only through its model (jobs
         of one model share them: a point where hundreds of jobs are new
         prices each model once), else the job itself."""
-        return job.model if self.perf.per_model else job.job_id  # type: ignore[attr-defined]
+        return job.model if self.perf.per_model else job.job_id  # type: ignore[union-attr]
 
     def speed(self, job: Job, w: int, p: int, bs: int) -> float:
         v = self.workload.speeds.get((self.who(job), job.arch, job.mode, bs, w, p))
@@ -181,6 +182,7 @@ class Pricing:
         size) on a consolidated placement; the uncached ones in one
         vectorised call of the performance model."""
         perf = self.perf
+        assert perf is not None, "Pricing: begin(view) first"
         cache = self.workload.speeds
         who = self.who
         out: list[float] = []
@@ -197,15 +199,14 @@ class Pricing:
         if miss:
             first = [items[ix[0]] for ix in miss.values()]
             jobs = [j for j, _, _, _ in first]
-            pls = [perf.compact_placement(w, p if j.arch == "ps" else 0) for j, w, p, _ in first]  # type: ignore[attr-defined]
+            pls = [perf.compact_placement(w, p if j.arch == "ps" else 0) for j, w, p, _ in first]
             bs = np.array([b for _, _, _, b in first], dtype=np.int64)
             try:
-                sp = perf.alone_speeds(jobs, pls, bs)  # type: ignore[attr-defined]
+                sp = perf.alone_speeds(jobs, pls, bs)
             except ValueError:  # a measured backend has no data for some: 0, and their slots are masked
-                sp = np.array([perf.alone_speed_or_zero(j, pl, int(b))  # type: ignore[attr-defined]
-                               for j, pl, b in zip(jobs, pls, bs.tolist())])
+                sp = np.array([perf.alone_speed_or_zero(j, pl, int(b)) for j, pl, b in zip(jobs, pls, bs.tolist())])
             if any(j.mode == "async" for j in jobs):  # progress, not samples: stale gradients are worth less
-                sp = sp * perf.efficiency(jobs, pls, bs, np.zeros(len(jobs)))  # type: ignore[attr-defined]
+                sp = sp * perf.efficiency(jobs, pls, bs, np.zeros(len(jobs)))
             for (key, ix), v in zip(miss.items(), sp.tolist()):
                 cache[key] = v
                 for i in ix:
