@@ -13,3 +13,28 @@ import typer
 def register_all(app: typer.Typer) -> None:
     for mod in sorted(m.name for m in pkgutil.iter_modules(__path__)):
         importlib.import_module(f"{__name__}.{mod}").register(app)
+
+
+def invoked_command(ctx: typer.Context) -> str:
+    """The running command (``ctx``: its context) as a shell line, with the
+    options given (not the defaults): what ``--markdown`` files record as
+    their source."""
+    import shlex
+
+    words = ["hrlsched", *ctx.command_path.split()[1:]]
+    for p in ctx.command.params:
+        if getattr(p, "param_type_name", "") != "option" or p.name is None:
+            continue
+        source = ctx.get_parameter_source(p.name)
+        if source is None or source.name == "DEFAULT":
+            continue
+        v = ctx.params[p.name]
+        if getattr(p, "is_flag", False):
+            if p.secondary_opts:
+                words.append(p.opts[0] if v else p.secondary_opts[0])
+            elif v:
+                words.append(p.opts[0])
+            continue
+        for x in (v if p.multiple else [v]):
+            words += [p.opts[0], str(x)]
+    return shlex.join(words)

@@ -14,6 +14,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 def register(app: typer.Typer) -> None:
     @app.command()
     def compare(
+        ctx: typer.Context,
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")],
         policies: Annotated[str, typer.Option(help="comma-separated ALLOCATION[+PLACEMENT] names")],
         out: Annotated[Path, typer.Option(help="output folder")],
@@ -21,6 +22,7 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
         checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for policy hrl (default: the shipped one)")] = None,  # noqa: UP045
+        markdown: Annotated[Optional[Path], typer.Option(help="also write the summary table as markdown to this file, with this command line")] = None,  # noqa: UP045
     ) -> None:
         """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots.
         Runs already done in OUT with the same config are kept (an interrupted
@@ -62,5 +64,13 @@ def register(app: typer.Typer) -> None:
             except (ConfigError, ValueError, FileNotFoundError) as e:
                 err.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2) from None
-        print((out / "comparison.md").read_text())
-        err.print(f"wrote {out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/")
+        table = (out / "comparison.md").read_text()
+        print(table)
+        wrote = f"{out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/"
+        if markdown is not None:
+            from hrlsched.commands import invoked_command
+            from hrlsched.experiments.markdown import write_markdown
+
+            write_markdown(markdown, table, invoked_command(ctx))
+            wrote += f"; {markdown}"
+        err.print(f"wrote {wrote}")
