@@ -3,8 +3,8 @@ greedy run, the slot the agent takes against the slot its rules take in
 the same state (the rules: the same checkpoint with its learned scorer
 silenced, ``experiments.ablation.rules_only``), counted by kind: the same
 slot; *keep* (the running job keeps its allocation, no restart) where the
-rules change it; *wait* where the rules run the job; more or fewer workers;
-another architecture or mode; another PS count. Also how often the rules
+rules change it; *wait* where the rules run the job; more or fewer workers,
+another architecture or mode, or both; another PS count alone. Also how often the rules
 themselves leave the hint's slot (their speed-gap weight at the hint's
 worker count).
 
@@ -77,11 +77,12 @@ def departure(t: Any, a: int, r: int) -> str:
         return "run a job the rules hold back"
     if r == KEEP:
         return "start or change a job the rules leave as it is"
-    if (t.arch[a], t.mode[a]) != (t.arch[r], t.mode[r]):
-        return "another architecture or mode"
+    kinds = []
     if t.workers[a] != t.workers[r]:
-        return "more workers" if t.workers[a] > t.workers[r] else "fewer workers"
-    return "another PS count"
+        kinds.append("more workers" if t.workers[a] > t.workers[r] else "fewer workers")
+    if (t.arch[a], t.mode[a]) != (t.arch[r], t.mode[r]):
+        kinds.append("another architecture or mode")
+    return ", ".join(kinds) or "another PS count"
 
 
 def slot_name(t: Any, c: int) -> str:
