@@ -144,6 +144,10 @@ def test_explain_counts_the_departures() -> None:
     assert r.exit_code == 0 and "the hint played" in r.output and "level-1 choices" in r.output, r.output
     r = invoke("explain", "--play", "nobody")
     assert r.exit_code == 2 and "--play" in r.output
+    r = invoke("explain", "--policy", "dl2", "--json", *TINY)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.raw)
+    assert d["points"] > 0 and sum(d["counts"].values()) > 0 and set(d["counts"]) == {"same", "more", "fewer"}
 
 
 def test_comm_and_large_are_default_with_overrides() -> None:

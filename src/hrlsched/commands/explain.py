@@ -13,9 +13,10 @@ from rich.console import Console
 def register(app: typer.Typer) -> None:
     @app.command()
     def explain(
+        policy: Annotated[str, typer.Option(help="hrl (the agent, against its rules) or dl2 (against its teacher DRF)")] = "hrl",
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
         seed: Annotated[int, typer.Option(min=0, help="workload seed (0-99: evaluation seeds; 100-199: held back)")] = 0,
-        checkpoint: Annotated[Optional[Path], typer.Option(help="the agent's checkpoint (default: the shipped one)")] = None,  # noqa: UP045
+        checkpoint: Annotated[Optional[Path], typer.Option(help="the policy's checkpoint (default: the shipped one)")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a scenario value: key=value (repeatable)")] = None,  # noqa: UP045
         examples: Annotated[int, typer.Option(min=0, help="departures printed, the first ones")] = 5,
         list_all: Annotated[bool, typer.Option("--list", help="print every departure")] = False,
@@ -26,13 +27,24 @@ def register(app: typer.Typer) -> None:
         """At each level-1 choice of a greedy run, the agent's slot against the slot of its
         rules (the same checkpoint with its learned scorer silenced) in the same state:
         counts by kind of departure (keep, wait, more or fewer workers, another
-        architecture or mode, ...) and the first departures."""
+        architecture or mode, ...) and the first departures. With --policy dl2: DL2's
+        allocations against those of its teacher DRF at each of its decision points."""
         from hrlsched.config import ConfigError
         from hrlsched.experiments.explain import explain as run_explain
-        from hrlsched.experiments.explain import format_departures
+        from hrlsched.experiments.explain import explain_dl2, format_departures, format_dl2
 
         err = Console(stderr=True)
+        if policy not in ("hrl", "dl2"):
+            err.print(f"[red]error:[/red] --policy {policy!r}: expected hrl or dl2")
+            raise typer.Exit(2)
+        if policy == "dl2" and (play != "agent" or reserve is not None or list_all):
+            err.print("[red]error:[/red] --play, --reserve and --list are the agent's (--policy hrl)")
+            raise typer.Exit(2)
         try:
+            if policy == "dl2":
+                d = explain_dl2(scenario, seed, checkpoint, set_ or [])
+                print(json.dumps(d, indent=2) if as_json else format_dl2(d))
+                return
             d = run_explain(scenario, seed, checkpoint, set_ or [], play, reserve, None if list_all else examples)
         except (ConfigError, ValueError, FileNotFoundError) as e:
             err.print(f"[red]error:[/red] {e}")

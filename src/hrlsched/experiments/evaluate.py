@@ -19,7 +19,8 @@ With the rivals, each is also set against the baselines of its paper on
 the same seeds: DL2 against DRF (placed by ``pack``, and by ``balance``,
 DL2's own least-loaded rule, so that only the allocations differ);
 Harmony (a placement) against its allocation placed by ``pack``,
-``topology`` and ``random``."""
+``topology`` and ``random``; each also against any heuristic row of the
+same allocation (e.g. ``--policies fifo+balance`` for Harmony)."""
 
 from __future__ import annotations
 
@@ -154,8 +155,10 @@ def evaluate(
         for r in RIVALS:
             if r in rival_cks:
                 cks[r] = _copy_checkpoint(rival_cks[r], folder, r)
-        baselines = {"dl2": list(DL2_BASELINES),
-                     "harmony": [f"{learned.harmony_allocation(rival_cks.get('harmony'))}+{p}" for p in HARMONY_PLACEMENTS]}
+        harmony_alloc = learned.harmony_allocation(rival_cks.get("harmony"))
+        baselines = {"dl2": list(DL2_BASELINES), "harmony": [f"{harmony_alloc}+{p}" for p in HARMONY_PLACEMENTS]}
+        for r, alloc in (("dl2", "drf"), ("harmony", harmony_alloc)):  # and the heuristics of the same allocation
+            baselines[r] += [h for h in heuristics if h.partition("+")[0] == alloc and h not in baselines[r]]
 
     labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics]
     if rivals:

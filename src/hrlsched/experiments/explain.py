@@ -6,12 +6,15 @@ slot; *keep* (the running job keeps its allocation, no restart) where the
 rules change it; *wait* where the rules run the job; more or fewer workers,
 another architecture or mode, or both; another PS count alone. Also how often the rules
 themselves leave the hint's slot (their speed-gap weight at the hint's
-worker count).
+worker count), and how often the agent takes it.
 
 The run is the ``hrl`` policy's own (``run.simulate``; the same episode as
 ``hrlsched simulate --policy hrl``): its scorer is wrapped so that each
 choice is scored by the agent and by its rules, and the agent's slot is
-played (``play="rules"`` or ``"hint"``: theirs instead)."""
+played (``play="rules"`` or ``"hint"``: theirs instead).
+
+``explain_dl2``: the same question for DL2 (rebuilt from its paper), whose
+rules are its teacher's, DRF's."""
 
 from __future__ import annotations
 
@@ -36,6 +39,7 @@ class _Watcher:
         self.sched, self.scorers, self.play = sched, scorers, play
         self.counts: collections.Counter[str] = collections.Counter()
         self.rules_not_hint = 0
+        self.agent_is_hint = 0
         self.examples: list[dict[str, Any]] = []
         self.keep = examples  # None: every departure
 
@@ -51,8 +55,10 @@ class _Watcher:
         kind = departure(table, a, r)
         self.counts[kind] += 1
         hr = int(dyn[:, 4].argmax())  # the hint's row (``DYN_COLUMNS``' last: is_hint)
-        if dyn[hr, 4] > 0 and int(ix[hr]) != r and departure(table, r, int(ix[hr])) != SAME:
-            self.rules_not_hint += 1
+        if dyn[hr, 4] > 0:
+            h = int(ix[hr])
+            self.rules_not_hint += departure(table, r, h) != SAME
+            self.agent_is_hint += departure(table, a, h) == SAME
         if kind != SAME and (self.keep is None or len(self.examples) < self.keep):
             view = self.sched.dp.view
             self.examples.append({
@@ -98,7 +104,8 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
             play: str = "agent", reserve: str | None = None, examples: int | None = 5) -> dict[str, Any]:
     """The agent's departures from its rules on one run (see the module's
     docstring): ``choices``, ``counts`` by kind (most common first),
-    ``rules_not_hint``, ``examples`` (the first ``examples`` departures;
+    ``rules_not_hint`` and ``agent_is_hint`` (choices where the rules' slot
+    is not the hint's, where the agent's is), ``examples`` (the first ``examples`` departures;
     None: all), ``avg_jct_s`` of the run played. ``reserve``: which running
     jobs hold their room until their turn (all, none, hint; default the
     checkpoint's)."""
@@ -132,6 +139,7 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
         "scenario": cfg.scenario.name, "seed": seed, "checkpoint": str(path), "played": play,
         "reserve_running": sched.env_kwargs.get("reserve_running", True), "choices": n,
         "counts": dict(watcher.counts.most_common()), "rules_not_hint": watcher.rules_not_hint,
+        "agent_is_hint": watcher.agent_is_hint,
         "examples": watcher.examples, "avg_jct_s": float(summary(res, "hrl", cfg.scenario.name)["avg_jct_s"]),
     }
 
@@ -146,10 +154,58 @@ def format_departures(d: dict[str, Any]) -> str:
     for kind, c in d["counts"].items():
         lines.append(f"  {kind:<48} {c:>6}  {100 * c / n:5.1f}%")
     lines.append(f"  the rules leave the hint's slot (another architecture, mode or PS count at its worker count) "
-                 f"at {d['rules_not_hint']} choices ({100 * d['rules_not_hint'] / n:.1f}%)")
+                 f"at {d['rules_not_hint']} choices ({100 * d['rules_not_hint'] / n:.1f}%); the agent takes the "
+                 f"hint's slot at {d['agent_is_hint']} ({100 * d['agent_is_hint'] / n:.1f}%)")
     if d["examples"]:
         lines.append("  departures" + (":" if len(d["examples"]) == departed else f" (the first {len(d['examples'])}):"))
         for e in d["examples"]:
             lines.append(f"    t={e['time_h']:7.2f} h  job {e['job']:>5}  rules {e['rules']:<22} agent {e['agent']:<22} "
                          f"free GPUs {e['free_gpus']:>3}  ({e['kind']})")
     return "\n".join(lines)
+
+
+def explain_dl2(scenario: str, seed: int, checkpoint: str | Path | None = None,
+                overrides: list[str] | None = None) -> dict[str, Any]:
+    """DL2 against its teacher DRF: at each of DL2's decision points of a
+    greedy run, the allocation its network builds and the one DRF's
+    increments in its action space would build in the same state; per job
+    allocation, whether DL2 gives as many workers, more or fewer, and the
+    median remaining work (samples) of each."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.experiments import learned
+    from hrlsched.run import simulate
+
+    cfg = resolve_run_config(scenario, "dl2", seed, overrides or [])
+    sched, both = learned.dl2_against_drf(checkpoint)
+    decide = sched.decide
+    counts = {"same": 0, "more": 0, "fewer": 0}
+    rem: dict[str, list[float]] = {"all": [], "more": [], "fewer": []}
+
+    def watched(view: Any) -> Any:
+        mine, drf = both(view)
+        left = dict(zip(view.job_ids.tolist(), view.remaining.tolist()))
+        for jid in set(mine) | set(drf):
+            a = mine[jid].workers if jid in mine else 0
+            b = drf[jid].workers if jid in drf else 0
+            key = "same" if a == b else "more" if a > b else "fewer"
+            counts[key] += 1
+            rem["all"].append(left[jid])
+            if key != "same":
+                rem[key].append(left[jid])
+        return decide(view)
+
+    sched.decide = watched
+    simulate(cfg, scheduler=sched)
+    return {"scenario": cfg.scenario.name, "seed": seed, "points": int(sched.points), "counts": counts,
+            "median_remaining": {k: float(np.median(v)) for k, v in rem.items() if v}}
+
+
+def format_dl2(d: dict[str, Any]) -> str:
+    c = d["counts"]
+    n = sum(c.values())
+    return "\n".join([
+        f"== dl2 against its teacher DRF on {d['scenario']} seed {d['seed']}, at dl2's {d['points']} decision points: "
+        f"{n} job allocations",
+        f"  the same workers: {c['same']} ({c['same'] / max(n, 1):.1%}); more than DRF: {c['more']}; fewer: {c['fewer']}",
+        "  median remaining work (samples): " + ", ".join(f"{k} {v:,.0f}" for k, v in d["median_remaining"].items()),
+    ])

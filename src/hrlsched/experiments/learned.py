@@ -1,6 +1,6 @@
 """The parts of the learned schedulers (``hrlsched.agent``) that the
 experiments use: the agent's checkpoints and its level-1 candidate scorer,
-and Harmony's checkpoint. The one module of ``hrlsched.experiments`` that
+DL2's decision points and Harmony's checkpoint. The one module of ``hrlsched.experiments`` that
 imports ``hrlsched.agent``, so that a move there is followed here only.
 Needs torch (the ``rl`` extra)."""
 
@@ -12,8 +12,8 @@ from typing import Any
 from hrlsched.agent.checkpoint import CheckpointError, build_net, load, save
 from hrlsched.agent.policy import CandidateScorer, HRLScheduler, shipped_checkpoint
 
-__all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "harmony_allocation",
-           "load", "save", "score_with", "shipped_checkpoint"]
+__all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "dl2_against_drf",
+           "harmony_allocation", "load", "save", "score_with", "shipped_checkpoint"]
 
 
 def score_with(sched: HRLScheduler, scorer: Any) -> None:
@@ -29,3 +29,21 @@ def harmony_allocation(checkpoint: str | Path | None) -> str:
     from hrlsched.agent import harmony
 
     return str(harmony.load_checkpoint(checkpoint or harmony.shipped_checkpoint())["config"]["allocation"])
+
+
+def dl2_against_drf(checkpoint: str | Path | None) -> tuple[Any, Any]:
+    """A DL2 scheduler (``checkpoint``; None: the shipped one) and a function
+    ``(view) -> (DL2's allocations, DRF's)`` that builds, in the same state,
+    the allocations of DL2's network and of its teacher (DRF's increments in
+    DL2's action space), each as ``{job id: Allocation}``."""
+    from hrlsched.agent import dl2
+
+    sched = dl2.DL2Scheduler(checkpoint)
+
+    def allocations(view: Any, choose: Any) -> dict[int, Any]:
+        pt = dl2.Point(view, sched.cfg, sched.cache, sched.profiles)
+        while not pt.done:
+            pt.act(choose(pt))
+        return pt.allocations()
+
+    return sched, lambda view: (allocations(view, sched.choose), allocations(view, lambda pt: pt.drf_action()))
