@@ -6,8 +6,13 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Callable
+from typing import TypeVar
 
 import typer
+from rich.console import Console
+
+T = TypeVar("T")
 
 
 def register_all(app: typer.Typer) -> None:
@@ -38,3 +43,28 @@ def invoked_command(ctx: typer.Context) -> str:
         for x in (v if p.multiple else [v]):
             words += [p.opts[0], str(x)]
     return shlex.join(words)
+
+
+def runs_with_progress(err: Console, work: Callable[[Callable[[int, int], None]], T]) -> T:
+    """``work(progress)`` under a bar of the runs done (on ``err``, where it is
+    a terminal). Ctrl-C exits 130 with one line (the runs done are kept); a
+    bad config or input exits 2 with its message."""
+    import sys
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from hrlsched.config import ConfigError
+    from hrlsched.experiments.compare import CompareInterrupted
+
+    with Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=err, disable=not sys.stderr.isatty()) as bar:
+        task = bar.add_task("runs", total=None)
+        try:
+            return work(lambda d, n: bar.update(task, completed=d, total=n))
+        except CompareInterrupted as e:
+            bar.stop()
+            print(str(e), file=sys.stderr)  # one plain line, never wrapped
+            raise typer.Exit(130) from None
+        except (ConfigError, ValueError, FileNotFoundError) as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None

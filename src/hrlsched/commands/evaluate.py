@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
 def register(app: typer.Typer) -> None:
@@ -35,9 +33,7 @@ def register(app: typer.Typer) -> None:
         bound: mean average JCT ± 95% interval, the paired difference to the agent and
         the seeds where the agent is faster. Then how often the agent departs from its
         rules on the first seed. Runs already in OUT with the same config are reused."""
-        from hrlsched.commands import invoked_command
-        from hrlsched.config import ConfigError
-        from hrlsched.experiments.compare import CompareInterrupted
+        from hrlsched.commands import invoked_command, runs_with_progress
         from hrlsched.experiments.evaluate import HEURISTICS, format_table, parse_seeds
         from hrlsched.experiments.evaluate import evaluate as run_evaluate
         from hrlsched.experiments.evaluate import markdown as to_markdown
@@ -55,19 +51,8 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(2)
         folder = out if out is not None else Path("runs") / f"evaluate-{Path(scenario).stem}"
         rival_cks = {k: v for k, v in (("dl2", dl2), ("harmony", harmony)) if v is not None}
-        with Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, disable=not sys.stderr.isatty()) as bar:
-            task = bar.add_task("runs", total=None)
-            try:
-                ev = run_evaluate(scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers,
-                                  lambda d, n: bar.update(task, completed=d, total=n), rival_cks)
-            except CompareInterrupted as e:
-                bar.stop()
-                print(str(e), file=sys.stderr)  # one plain line, never wrapped
-                raise typer.Exit(130) from None
-            except (ConfigError, ValueError, FileNotFoundError) as e:
-                err.print(f"[red]error:[/red] {e}")
-                raise typer.Exit(2) from None
+        ev = runs_with_progress(err, lambda progress: run_evaluate(
+            scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers, progress, rival_cks))
         print(format_table(ev))
         wrote = f"{folder}/evaluation.csv, evaluation.json and runs/"
         if markdown is not None:
