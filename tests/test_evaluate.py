@@ -131,7 +131,14 @@ def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "nope" in r.output
     r = invoke("evaluate", "--checkpoint", str(tmp_path / "none.pt"), "--out", str(tmp_path / "c"))
     assert r.exit_code == 2 and "no such checkpoint" in r.output
-    assert not (tmp_path / "a").exists() and not (tmp_path / "c").exists()
+    from hrlsched.experiments import learned
+
+    ck = learned.load(learned.shipped_checkpoint())
+    learned.save(tmp_path / "nohint.pt", {**ck, "env_kwargs": {k: v for k, v in ck["env_kwargs"].items()
+                                                               if k not in ("hint", "hint_options")}})
+    r = invoke("evaluate", "--checkpoint", str(tmp_path / "nohint.pt"), "--out", str(tmp_path / "d"))
+    assert r.exit_code == 2 and "without a hint" in r.output, r.output
+    assert not any((tmp_path / x).exists() for x in "acd")
 
 
 def test_explain_counts_the_departures() -> None:

@@ -146,9 +146,8 @@ def evaluate(
     except learned.CheckpointError as e:
         raise ValueError(str(e)) from None
     folder = out / "checkpoints"
-    cks = {AGENT: _copy_checkpoint(source, folder, AGENT)}
-    if ablate:
-        cks.update(ablated_checkpoints(source, folder))
+    cks = ablated_checkpoints(source, folder) if ablate else {}  # first: a checkpoint without them writes nothing
+    cks[AGENT] = _copy_checkpoint(source, folder, AGENT)
     rival_cks = {k: Path(v) for k, v in (rival_checkpoints or {}).items()}
     baselines: dict[str, list[str]] = {}
     if rivals:
