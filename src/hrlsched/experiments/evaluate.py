@@ -131,6 +131,7 @@ def evaluate(
     from hrlsched.experiments.ablation import ablated_checkpoints
     from hrlsched.experiments.compare import bounds, run_all
     from hrlsched.outdir import check_writable
+    from hrlsched.workload.data import check_data
 
     out = Path(out)
     if not seeds:
@@ -138,7 +139,9 @@ def evaluate(
     heuristics = list(HEURISTICS if heuristics is None else heuristics)
     oracle = _checked_policies(heuristics)
     overrides = list(overrides or [])
-    resolve_run_config(scenario, None, None, overrides)  # a bad scenario or override fails before any file is written
+    # a bad scenario or override, or missing data, fails before any file is written
+    scen = resolve_run_config(scenario, None, None, overrides).scenario
+    check_data(scen.name, list(scen.needs_data))
     check_writable(out)
     source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
     try:
