@@ -52,7 +52,7 @@ class ActorCriticConfig(RunConfig):
     """The settings of DL2's and Harmony's training (each sets its own
     defaults where they differ)."""
 
-    hidden: int = 64  # width of the actor's and the critic's hidden layers
+    hidden: int = 64  # width of the hidden layers (the policy network's; Harmony's critic too)
     # supervised warm-up of the actor on a heuristic teacher (0 episodes: none)
     sl_episodes: int = 4
     sl_epochs: int = 10
