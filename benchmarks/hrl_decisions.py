@@ -40,14 +40,15 @@ def main() -> int:
     import torch
 
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.distributions import MaskedCategorical
-    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.distributions import MaskedCategorical
+    from hrlsched.agent.policy import SHIPPED
     from hrlsched.agent.rollout import make_env, to_tensors
     from hrlsched.envs import features as F
     from hrlsched.envs.candidates import KEEP, WAIT
 
     torch.set_num_threads(1)
-    ck = ckpt.load(args.checkpoint or shipped_checkpoint())
+    ck = ckpt.load(args.checkpoint or shipped_checkpoint(SHIPPED))
     if ck["part"] != "allocate" or "hint" not in ck["env_kwargs"]:
         print("this checkpoint does not decide level 1 with a hint: nothing to compare")
         return 2

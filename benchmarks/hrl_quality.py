@@ -67,14 +67,15 @@ def hint_alone(checkpoint: str | None, scen: str, overrides: list[str], seeds: i
     """The checkpoint's hint heuristic run alone with ``pack`` placing (None
     when the checkpoint has no hint): its description and avg JCT per seed."""
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED
     from hrlsched.config import resolve_run_config
     from hrlsched.policies.base import ComposedScheduler
     from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
 
-    kw = ckpt.load(checkpoint or shipped_checkpoint())["env_kwargs"]
+    kw = ckpt.load(checkpoint or shipped_checkpoint(SHIPPED))["env_kwargs"]
     if not kw.get("hint"):
         return None
     opts = kw.get("hint_options", {})

@@ -82,7 +82,7 @@ def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpo
     cfg = resolve_run_config(scenario, policy, seed, [*overrides, *extra])
     if allocation is None:
         return float(summary(simulate(cfg), policy, scenario)["avg_jct_s"])
-    from hrlsched.agent.harmony import HarmonyScheduler
+    from hrlsched.rivals.harmony import HarmonyScheduler
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
 
@@ -93,14 +93,15 @@ def avg_jct(scenario: str, overrides: list[str], policy: str, seed: int, checkpo
 
 
 def harmony_allocation(checkpoint: str | None) -> str:
-    from hrlsched.agent import harmony
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.rivals.harmony import CHECKPOINTS
 
-    return str(harmony.load_checkpoint(checkpoint or harmony.shipped_checkpoint())["config"]["allocation"])
+    return str(CHECKPOINTS.load(checkpoint or shipped_checkpoint(CHECKPOINTS.shipped))["config"]["allocation"])
 
 
 def dl2_decisions(seed: int, checkpoint: str | None) -> None:
-    from hrlsched.agent import dl2
     from hrlsched.config import resolve_run_config
+    from hrlsched.rivals import dl2
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
 
