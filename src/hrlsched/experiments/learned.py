@@ -1,19 +1,28 @@
-"""The parts of the learned schedulers (``hrlsched.agent``) that the
-experiments use: the agent's checkpoints and its level-1 candidate scorer,
-DL2's decision points and Harmony's checkpoint. The one module of ``hrlsched.experiments`` that
-imports ``hrlsched.agent``, so that a move there is followed here only.
-Needs torch (the ``rl`` extra)."""
+"""The parts of the learned schedulers (``hrlsched.agent``, and the rivals
+rebuilt from the literature, ``hrlsched.rivals``) that the experiments use:
+the agent's checkpoints and its level-1 candidate scorer, DL2's decision
+points and Harmony's checkpoint. The one module of ``hrlsched.experiments``
+that imports them, so that a move there is followed here only. Needs torch
+(the ``rl`` extra)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from hrlsched.agent.checkpoint import CheckpointError, build_net, load, save
-from hrlsched.agent.policy import CandidateScorer, HRLScheduler, shipped_checkpoint
+from hrlsched.agent.checkpoint import build_net, load
+from hrlsched.agent.common.checkpoint import save
+from hrlsched.agent.common.checkpoint import shipped_checkpoint as shipped
+from hrlsched.agent.policy import SHIPPED, CandidateScorer, HRLScheduler
+from hrlsched.errors import CheckpointError
 
 __all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "dl2_against_drf",
            "harmony_allocation", "load", "save", "score_with", "shipped_checkpoint"]
+
+
+def shipped_checkpoint() -> Path:
+    """The agent's checkpoint shipped in the package."""
+    return shipped(SHIPPED)
 
 
 def score_with(sched: HRLScheduler, scorer: Any) -> None:
@@ -26,9 +35,9 @@ def score_with(sched: HRLScheduler, scorer: Any) -> None:
 def harmony_allocation(checkpoint: str | Path | None) -> str:
     """The allocation policy that gives Harmony's jobs their workers and PSs
     (the one its checkpoint was trained with)."""
-    from hrlsched.agent import harmony
+    from hrlsched.rivals.harmony import CHECKPOINTS
 
-    return str(harmony.load_checkpoint(checkpoint or harmony.shipped_checkpoint())["config"]["allocation"])
+    return str(CHECKPOINTS.load(checkpoint or shipped(CHECKPOINTS.shipped))["config"]["allocation"])
 
 
 def dl2_against_drf(checkpoint: str | Path | None) -> tuple[Any, Any]:
@@ -36,7 +45,7 @@ def dl2_against_drf(checkpoint: str | Path | None) -> tuple[Any, Any]:
     ``(view) -> (DL2's allocations, DRF's)`` that builds, in the same state,
     the allocations of DL2's network and of its teacher (DRF's increments in
     DL2's action space), each as ``{job id: Allocation}``."""
-    from hrlsched.agent import dl2
+    from hrlsched.rivals import dl2
 
     sched = dl2.DL2Scheduler(checkpoint)
 
