@@ -297,34 +297,6 @@ def test_options_typed_by_field() -> None:
         apply_options(cfg, ["window=many"])
 
 
-def load_rivals():  # noqa: ANN201
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rl_rivals", Path(__file__).parents[1] / "benchmarks" / "rl_rivals.py")
-    assert spec is not None and spec.loader is not None
-    rivals = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rivals)
-    return rivals
-
-
-def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_path: Path) -> None:
-    """``benchmarks/rl_rivals.py --harmony-allocation``: Harmony with its
-    checkpoint's allocation gives the figure of ``simulate``; another
-    allocation (``optimus``) runs it with that one."""
-    from hrlsched.config import resolve_run_config
-    from hrlsched.run import simulate
-    from hrlsched.sim.metrics import summary
-
-    rivals = load_rivals()
-    small = tmp_path / "harmony-small.pt"
-    harmony.CHECKPOINTS.export(harmony_run / "best.pt", small)
-    assert rivals.harmony_allocation(str(small)) == "fifo"
-    mine = rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "fifo")
-    cfg = resolve_run_config("default", "harmony", 0, [*TINY_H, f"checkpoint={small}"])
-    assert mine == summary(simulate(cfg), "harmony", "default")["avg_jct_s"]
-    assert rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "optimus") > 0
-
-
 PS_SMALL = ["workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.6,0.25,0.15]", "workload.jobs=90",
             "workload.allreduce_fraction=0", "workload.open_fraction=0"]
 
@@ -348,21 +320,19 @@ def test_ps_small_scenario_is_default_with_small_ps_jobs() -> None:
         [(j.model, j.requested_gpus, j.arrival_s) for j in build_scenario(ref, 100).jobs]
 
 
-def test_rl_rivals_plays_harmony_on_another_scenario(harmony_run: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """``rl_rivals.py --harmony-scenario ps-small --harmony-placements``:
-    the Harmony match on that scenario, against the placements named."""
-    rivals = load_rivals()
+def test_evaluate_sets_harmony_against_its_placements(harmony_run: Path, tmp_path: Path) -> None:
+    """``hrlsched evaluate --rivals --harmony PATH``: Harmony's row and its
+    paper's baselines, its checkpoint's allocation placed by pack, topology
+    and random, paired by seed (what benchmarks/rl_rivals.py printed)."""
+    from typer.testing import CliRunner
+
+    from hrlsched.cli import app
+
     small = tmp_path / "harmony-small.pt"
     harmony.CHECKPOINTS.export(harmony_run / "best.pt", small)
-    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony", str(small), "--seeds", "1",
-                                     "--first-seed", "100", "--harmony-scenario", "ps-small",
-                                     "--harmony-set", "workload.jobs=8", "--harmony-set", "workload.duration_h=0.5",
-                                     "--harmony-placements", "pack,balance"])
-    assert rivals.main() == 0
-    out = capsys.readouterr().out
-    assert "harmony on ps-small" in out and "fifo+balance" in out and "fifo+random" not in out
-    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony-placements", "pack,nowhere"])
-    with pytest.raises(SystemExit):
-        rivals.main()
+    r = CliRunner().invoke(app, ["evaluate", "--scenario", "ps-small", "--seeds", "100", "--no-ablate", "--rivals",
+                                 "--harmony", str(small), "--policies", "fifo", "--workers", "1", "--out",
+                                 str(tmp_path / "ev"), "--set", "workload.jobs=8", "--set", "workload.duration_h=0.5"])
+    assert r.exit_code == 0, r.output
+    assert "harmony vs fifo+pack" in r.output and "harmony vs fifo+random" in r.output and "dl2 vs drf" in r.output
+    assert (tmp_path / "ev" / "runs" / "fifo_topology" / "seed100" / "summary.json").is_file()

@@ -100,7 +100,7 @@ def _register_builtins() -> None:
     register("allocation", "tiresias-gittins", lambda: Tiresias(gittins=True),
              "2D-Gittins index within Tiresias' queues, from completed jobs' service", "Gu et al., NSDI'19")
     register("allocation", "tiresias-pollux", lambda: _pollux_tiresias(),
-             "Tiresias as re-implemented in the Pollux artifact (for benchmarks/vs_pollux.py)",
+             "Tiresias as re-implemented in the Pollux artifact (for hrlsched reproduce pollux-sim)",
              "Gu et al., NSDI'19; Qiao et al., OSDI'21 artifact")
     from hrlsched.policies.drf import DRF
     from hrlsched.policies.elas import ELAS

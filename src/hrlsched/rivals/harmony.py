@@ -619,7 +619,7 @@ def run_episode(pool: Any, wseed: int, sched: Scheduler, horizon_s: float | None
 def evaluate(pool: Any, net: HarmonyNet, cfg: HarmonyConfig, seeds: list[int]) -> float:
     """Greedy mean avg JCT on ``seeds``, each run with the engine seeded by
     its workload seed, as ``hrlsched simulate --seed`` and
-    ``benchmarks/rl_rivals.py`` run it (the same figures; under ``optimus``
+    ``hrlsched evaluate --rivals`` run it (the same figures; under ``optimus``
     the engine's random stream moves a seed's figure)."""
     sched = HarmonyScheduler(net=net, cfg=cfg, act="greedy")
     return float(np.mean([run_episode(pool, s, sched, None, episode_seed=s).avg_jct_s for s in seeds]))
