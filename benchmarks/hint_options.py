@@ -102,16 +102,17 @@ def agent_payload(path: str | None, opts: dict, out: str) -> str:
     """The agent of checkpoint ``path`` (default: the shipped one) with its
     hint set to ``opts``, written to ``out``."""
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.policy import shipped_checkpoint
+    from hrlsched.agent.common.checkpoint import save, shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED
     from hrlsched.agent.tune import with_weight
 
-    base = ckpt.load(path or shipped_checkpoint())
+    base = ckpt.load(path or shipped_checkpoint(SHIPPED))
     gap = opts.get("gap", float(base.get("hint_gap_weight", 0.0)))
     own = base["state_dict"].get("bonus") if base["net"]["net"].get("hint_bonus") else None
     bonus = opts.get("bonus", None if own is None else float(own))
     keys = ("keep_frac", "reserve_running", "first_order", "window", "recheck_s", "observe_rounds", "remaining_from")
-    ckpt.save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"], on_menu="worker_counts" in opts,
-                               bonus=bonus, **{k: opts[k] for k in keys if k in opts}))
+    save(out, with_weight(base, gap, opts["remaining_weight"], opts["keep_s"], on_menu="worker_counts" in opts,
+                          bonus=bonus, **{k: opts[k] for k in keys if k in opts}))
     return out
 
 

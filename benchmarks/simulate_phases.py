@@ -6,7 +6,7 @@ start-up is `python -c pass`, timed apart).
 
     .venv/bin/python benchmarks/simulate_phases.py [--scenario pollux-w6] [--policy tiresias-pollux] [--repeats 5]
 
-The whole-process figure users see is `benchmarks/vs_pollux.py` (or
+The whole-process figure users see is `hrlsched reproduce pollux-sim` (or
 `benchmarks/import_time.py`); this one says which part to work on.
 """
 

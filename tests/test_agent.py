@@ -20,7 +20,8 @@ torch = pytest.importorskip("torch")
 
 from hrlsched.agent import bc  # noqa: E402
 from hrlsched.agent import checkpoint as ckpt  # noqa: E402
-from hrlsched.agent.distributions import MaskedCategorical  # noqa: E402
+from hrlsched.agent.common.checkpoint import CheckpointError, save  # noqa: E402
+from hrlsched.agent.common.distributions import MaskedCategorical  # noqa: E402
 from hrlsched.agent.nets import HRLNet, NetConfig, hint_speed_gap  # noqa: E402
 from hrlsched.agent.policy import CandidateScorer  # noqa: E402
 from hrlsched.agent.rollout import RolloutSpec, make_env, run, to_tensors  # noqa: E402
@@ -212,7 +213,7 @@ def test_checkpoint_round_trip_and_schema_check(tmp_path: Path) -> None:
     torch.manual_seed(0)
     net = HRLNet(SMALL_NET, allocates=True, places=False)
     path = tmp_path / "a.pt"
-    ckpt.save(path, ckpt.policy_payload(net, "allocate", tiny_kwargs()))
+    save(path, ckpt.policy_payload(net, "allocate", tiny_kwargs()))
     ck = ckpt.load(path)
     net2 = ckpt.build_net(ck)
     obs = to_tensors(obs_for(64))
@@ -222,10 +223,10 @@ def test_checkpoint_round_trip_and_schema_check(tmp_path: Path) -> None:
     bad = dict(ck)
     bad["schema"] = {**ck["schema"], "jobs": ck["schema"]["jobs"][:-1]}
     torch.save(bad, tmp_path / "b.pt")
-    with pytest.raises(ckpt.CheckpointError, match=f"jobs: checkpoint has {len(F.JOB_FEATURES) - 1} features"):
+    with pytest.raises(CheckpointError, match=f"jobs: checkpoint has {len(F.JOB_FEATURES) - 1} features"):
         ckpt.load(tmp_path / "b.pt")
     (tmp_path / "c.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(ckpt.CheckpointError, match="not a readable"):
+    with pytest.raises(CheckpointError, match="not a readable"):
         ckpt.load(tmp_path / "c.pt")
 
 
@@ -237,7 +238,7 @@ def test_hrl_policy_runs_in_the_engine(tmp_path: Path) -> None:
 
     net = HRLNet(SMALL_NET)
     path = tmp_path / "hrl.pt"
-    ckpt.save(path, ckpt.policy_payload(net, "all", tiny_kwargs()))
+    save(path, ckpt.policy_payload(net, "all", tiny_kwargs()))
     cfg = resolve_run_config("default", "hrl", 0, [*TINY, f"checkpoint={path}"])
     res = simulate(cfg)
     assert summary(res, "hrl", "default")["jobs_completed"] == 10
@@ -285,12 +286,13 @@ def test_training_on_a_local_ray_instance(tmp_path: Path) -> None:
 
 
 def test_shipped_checkpoint_loads_and_decides() -> None:
-    from hrlsched.agent.policy import HRLScheduler, shipped_checkpoint
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED, HRLScheduler
     from hrlsched.config import resolve_run_config
     from hrlsched.run import simulate
     from hrlsched.sim.metrics import summary
 
-    path = shipped_checkpoint()
+    path = shipped_checkpoint(SHIPPED)
     assert path.is_file() and path.stat().st_size < 5_000_000
     pol = HRLScheduler()
     assert pol.ck["config"]["train_seeds"] and min(pol.ck["config"]["train_seeds"]) >= 100
@@ -388,7 +390,7 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     torch.manual_seed(0)
     net = HRLNet(SMALL_NET, allocates=True, places=False)
     src = tmp_path / "l1.pt"
-    ckpt.save(src, ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus")))
+    save(src, ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus")))
     with pytest.raises(ValueError, match="evaluation"):
         tune.TuneConfig(checkpoint=str(src), train_seeds=[5]).validate()
     with pytest.raises(ValueError, match="keep_s"):
@@ -409,35 +411,35 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     from hrlsched.agent.policy import HRLScheduler
     from hrlsched.cluster import Topology, uniform_cluster
 
-    ckpt.save(tmp_path / "opts.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.5, keep_s=60.0))
+    save(tmp_path / "opts.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.5, keep_s=60.0))
     sched = HRLScheduler(tmp_path / "opts.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert (sched.dp.hint_policy.remaining_weight, sched.dp.hint_policy.keep_s) == (1.5, 60.0)
     assert sched.dp.hint_policy.keep_frac == 0.0 and sched.dp.reserve_running is True
-    ckpt.save(tmp_path / "frac.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.0, keep_frac=0.2,
+    save(tmp_path / "frac.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.0, keep_frac=0.2,
                                                      reserve_running="hint"))
     sched = HRLScheduler(tmp_path / "frac.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert (sched.dp.hint_policy.keep_frac, sched.dp.reserve_running) == (0.2, "hint")
     assert sched.dp.hint_policy.first_order == "arrival"
-    ckpt.save(tmp_path / "first.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining"))
+    save(tmp_path / "first.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining"))
     sched = HRLScheduler(tmp_path / "first.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert sched.dp.hint_policy.first_order == "remaining" and sched.dp.window == "arrival"
     assert sched.dp.recheck_s is None and not sched.dp.hint_policy.observe_rounds
-    ckpt.save(tmp_path / "win.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining", window="hint",
+    save(tmp_path / "win.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining", window="hint",
                                                     recheck_s=600.0, observe_rounds=True))
     sched = HRLScheduler(tmp_path / "win.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert sched.dp.window == "hint" and ckpt.load(tmp_path / "win.pt")["env_kwargs"]["window"] == "hint"
     assert sched.dp.recheck_s == 600.0 and sched.dp.hint_policy.observe_rounds
     assert sched.dp.hint_policy.remaining_from == "fit"
-    ckpt.save(tmp_path / "view.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_from="view"))
+    save(tmp_path / "view.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_from="view"))
     sched = HRLScheduler(tmp_path / "view.pt")
     sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
     assert sched.dp.hint_policy.remaining_from == "view"
     assert not sched.net.cfg.hint_bonus and sched._scorer is None
-    ckpt.save(tmp_path / "bonus.pt", tune.with_weight(ckpt.load(src), 1.0, bonus=2.0))
+    save(tmp_path / "bonus.pt", tune.with_weight(ckpt.load(src), 1.0, bonus=2.0))
     bonus = HRLScheduler(tmp_path / "bonus.pt")
     assert bonus.net.cfg.hint_bonus and bonus.net.bonus.item() == 2.0
     with pytest.raises(ValueError, match="bonus"):
@@ -461,11 +463,11 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     assert summary["chosen"] in summary["valid_avg_jct_s"] and "0" in summary["valid_avg_jct_s"]
     logs: list[str] = []
     assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
-    with pytest.raises(ckpt.CheckpointError, match="level-1"):
+    with pytest.raises(CheckpointError, match="level-1"):
         tune.with_weight({**ckpt.load(src), "part": "place"}, 1.0)
-    with pytest.raises(ckpt.CheckpointError, match="without a hint"):
+    with pytest.raises(CheckpointError, match="without a hint"):
         tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs()}, 1.0)
-    with pytest.raises(ckpt.CheckpointError, match="takes no options"):
+    with pytest.raises(CheckpointError, match="takes no options"):
         tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs(hint="drf")}, 1.0, remaining_weight=1.0)
 
 

@@ -3,10 +3,14 @@ figures are printed by benchmarks/import_time.py; here only which modules)."""
 
 from __future__ import annotations
 
+import ast
+import importlib
 import json
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 HEAVY = ("scipy", "matplotlib", "pandas", "torch", "gymnasium")
 
@@ -34,6 +38,7 @@ def test_simulate_without_plots_imports_nothing_heavy(tmp_path: Path) -> None:
     assert "hrlsched.sim.engine" in mods
     assert not mods & set(HEAVY), mods & set(HEAVY)
     assert "hrlsched.sim.plots" not in mods
+    assert not [m for m in mods if m.startswith(("hrlsched.agent", "hrlsched.rivals"))]
 
 
 def test_help_imports_no_config_and_no_numpy(tmp_path: Path) -> None:
@@ -52,3 +57,32 @@ def test_measured_backend_needs_scipy_only_to_fill_its_cache(tmp_path: Path, sha
     a, b = (json.loads((tmp_path / r / "summary.json").read_text()) for r in "ab")
     assert a["jobs_completed"] == b["jobs_completed"] == 160
     assert abs(a["avg_jct_s"] - b["avg_jct_s"]) <= 1e-9 * a["avg_jct_s"]
+
+
+def test_policies_name_the_learned_schedulers_without_importing_them() -> None:
+    """The registry names ``hrl``, ``dl2`` and ``harmony`` by ``"module:attr"``:
+    no module under ``policies/`` imports the agent or its rivals, not even
+    inside a function (they import the environments, which import the
+    registry)."""
+    import hrlsched.policies
+
+    root = Path(hrlsched.policies.__file__).parent
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else (
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else [])
+            found += [f"{path.name}:{node.lineno} {n}" for n in names
+                      if n.startswith(("hrlsched.agent", "hrlsched.rivals"))]
+    assert not found, found
+
+
+def test_learned_entries_name_their_schedulers() -> None:
+    pytest.importorskip("torch")
+    from hrlsched.contract import Scheduler
+    from hrlsched.policies.registry import LEARNED, SCHEDULERS
+
+    for name, target in LEARNED.items():
+        module, _, attr = target.partition(":")
+        cls = getattr(importlib.import_module(module), attr)
+        assert issubclass(cls, Scheduler) and cls.name == name and name in SCHEDULERS, target

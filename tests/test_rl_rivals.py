@@ -1,5 +1,5 @@
 """DL2 and Harmony, the RL schedulers of the literature rebuilt on this
-engine (``agent/dl2.py``, ``agent/harmony.py``): action space, masks,
+engine (``rivals/dl2.py``, ``rivals/harmony.py``): action space, masks,
 learning on a tiny scenario (better than random), Harmony's reward
 prediction on held-out samples, running inside the engine, checkpoints and
 training seeds."""
@@ -13,10 +13,11 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from hrlsched.agent import dl2, harmony  # noqa: E402
-from hrlsched.agent import literature as lit  # noqa: E402
-from hrlsched.agent.checkpoint import CheckpointError  # noqa: E402
+from hrlsched.agent.common import checkpoint as common  # noqa: E402
+from hrlsched.agent.common.training_run import read_config  # noqa: E402
 from hrlsched.envs.pool import WorkloadPool  # noqa: E402
+from hrlsched.errors import CheckpointError  # noqa: E402
+from hrlsched.rivals import actor_critic, dl2, harmony  # noqa: E402
 
 TINY = ["workload.jobs=10", "workload.duration_h=0.5"]
 INTERFERENCE = ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches_per_socket=1",
@@ -98,7 +99,7 @@ def dl2_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_dl2_learns_on_a_tiny_scenario_and_beats_random(dl2_run: Path) -> None:
-    cfg, net = dl2.build_net(dl2.load_checkpoint(dl2_run / "best.pt"))
+    cfg, net = dl2.CHECKPOINTS.build(dl2.CHECKPOINTS.load(dl2_run / "best.pt"))
     pool = WorkloadPool("default", [100, 101], TINY)
     learned = np.mean([dl2.run_episode(pool, s, dl2.DL2Scheduler(net=net, cfg=cfg), cfg, False, None).avg_jct_s
                        for s in (100, 101)])
@@ -109,12 +110,12 @@ def test_dl2_learns_on_a_tiny_scenario_and_beats_random(dl2_run: Path) -> None:
 
 
 def test_dl2_resumes_from_its_last_checkpoint(dl2_run: Path) -> None:
-    before = dl2.load_checkpoint(dl2_run / "last.pt")
+    before = dl2.CHECKPOINTS.load(dl2_run / "last.pt")
     t = dl2.Trainer(dl2.DL2Config(**before["config"]), dl2_run, log=lambda s: None, resume=True)
     assert (t.episodes, t.steps) == (before["episodes"], before["steps"]) and t.sl_done
     t.cfg.steps = t.steps + 1
     t.run()
-    assert dl2.load_checkpoint(dl2_run / "last.pt")["episodes"] == before["episodes"] + 1
+    assert dl2.CHECKPOINTS.load(dl2_run / "last.pt")["episodes"] == before["episodes"] + 1
 
 
 def test_dl2_runs_inside_the_engine(dl2_run: Path, tmp_path: Path) -> None:
@@ -123,7 +124,7 @@ def test_dl2_runs_inside_the_engine(dl2_run: Path, tmp_path: Path) -> None:
     from hrlsched.cli import app
 
     small = tmp_path / "dl2-small.pt"
-    dl2.export(dl2_run / "best.pt", small)
+    dl2.CHECKPOINTS.export(dl2_run / "best.pt", small)
     res = CliRunner().invoke(app, ["simulate", "--scenario", "default", "--policy", "dl2", "--checkpoint",
                                    str(small), "--out", str(tmp_path / "run"), "--no-plots",
                                    *sum((["--set", o] for o in TINY), [])])
@@ -173,7 +174,7 @@ def harmony_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_harmony_learns_on_a_tiny_scenario_and_beats_random(harmony_run: Path) -> None:
-    cfg, net = harmony.build_net(harmony.load_checkpoint(harmony_run / "best.pt"))
+    cfg, net = harmony.CHECKPOINTS.build(harmony.CHECKPOINTS.load(harmony_run / "best.pt"))
     seeds = (100, 101, 102, 103)
     pool = WorkloadPool("default", list(seeds), TINY_H)
     learned = np.mean([harmony.run_episode(pool, s, harmony.HarmonyScheduler(net=net, cfg=cfg), None).avg_jct_s
@@ -184,13 +185,13 @@ def test_harmony_learns_on_a_tiny_scenario_and_beats_random(harmony_run: Path) -
 
 
 def test_harmony_resumes_from_its_last_checkpoint(harmony_run: Path) -> None:
-    before = harmony.load_checkpoint(harmony_run / "last.pt")
+    before = harmony.CHECKPOINTS.load(harmony_run / "last.pt")
     t = harmony.Trainer(harmony.HarmonyConfig(**before["config"]), harmony_run, log=lambda s: None, resume=True)
     assert (t.episodes, t.steps) == (before["episodes"], before["steps"]) and t.history_done and t.sl_done
     assert t.samples.size == len(before["samples"]["y"]) > 0  # the observed samples come back too
     t.cfg.steps = t.steps + 1
     t.run()
-    assert harmony.load_checkpoint(harmony_run / "last.pt")["episodes"] == before["episodes"] + 1
+    assert harmony.CHECKPOINTS.load(harmony_run / "last.pt")["episodes"] == before["episodes"] + 1
 
 
 def test_harmony_runs_inside_the_engine(harmony_run: Path, tmp_path: Path) -> None:
@@ -199,7 +200,7 @@ def test_harmony_runs_inside_the_engine(harmony_run: Path, tmp_path: Path) -> No
     from hrlsched.sim.metrics import summary
 
     small = tmp_path / "harmony-small.pt"
-    harmony.export(harmony_run / "best.pt", small)
+    harmony.CHECKPOINTS.export(harmony_run / "best.pt", small)
     cfg = resolve_run_config("default", "harmony", 0, [*TINY_H, f"checkpoint={small}"])
     s = summary(simulate(cfg), "harmony", "default")
     assert s["jobs_completed"] == s["jobs_total"] == 12
@@ -209,9 +210,9 @@ def test_harmony_runs_inside_the_engine(harmony_run: Path, tmp_path: Path) -> No
 @pytest.mark.parametrize("module", [dl2, harmony])
 def test_training_refuses_evaluation_seeds(module: object, tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="seeds 0-99"):
-        module.train_command(scenario="default", out=tmp_path / "x", minutes=0.1, steps=None, workers=1,  # type: ignore[attr-defined]
-                             seeds=[5, 1000], overrides=TINY, resume=False, seed=0, init=None, backend="local",
-                             log=Log())
+        actor_critic.train_command(module.Trainer, scenario="default", out=tmp_path / "x",  # type: ignore[attr-defined]
+                                   minutes=0.1, steps=None, workers=1, seeds=[5, 1000], overrides=TINY, resume=False,
+                                   seed=0, init=None, backend="local", log=Log())
     assert not (tmp_path / "x").exists() or not any((tmp_path / "x").iterdir())
 
 
@@ -219,14 +220,14 @@ def test_checkpoints_of_another_kind_or_schema_are_refused(dl2_run: Path, tmp_pa
     from hrlsched.policies.registry import make_scheduler
 
     with pytest.raises(CheckpointError, match="not of harmony"):
-        harmony.load_checkpoint(dl2_run / "best.pt")
+        harmony.CHECKPOINTS.load(dl2_run / "best.pt")
     with pytest.raises(ValueError, match="a checkpoint of dl2, not of the hrl agent"):
         make_scheduler("hrl", checkpoint=str(dl2_run / "best.pt"))
-    ck = dl2.load_checkpoint(dl2_run / "best.pt")
+    ck = dl2.CHECKPOINTS.load(dl2_run / "best.pt")
     ck["features"] = {"job": ck["features"]["job"][:-1], "global": ck["features"]["global"]}
-    lit.save(tmp_path / "old.pt", "dl2", {k: v for k, v in ck.items() if k not in ("kind", "format")})
+    common.save(tmp_path / "old.pt", {k: v for k, v in ck.items() if k != "format"})
     with pytest.raises(CheckpointError, match="only here: \\['gain_bundle'\\]"):
-        dl2.load_checkpoint(tmp_path / "old.pt")
+        dl2.CHECKPOINTS.load(tmp_path / "old.pt")
     with pytest.raises(ValueError, match="no such checkpoint"):
         make_scheduler("dl2", checkpoint=str(tmp_path / "missing.pt"))
     # written whole: no temporary file left beside the checkpoints
@@ -242,15 +243,15 @@ def test_invalid_settings_are_named(tmp_path: Path) -> None:
         dl2.DL2Config(net="cnn").validate()
     with pytest.raises(ValueError, match="allocation: unknown policy 'nope'"):
         harmony.HarmonyConfig(allocation="nope").validate()
-    with pytest.raises(ValueError, match="lr, value_lr, pred_lr, sl_lr"):
+    with pytest.raises(ValueError, match="lr: expected a positive value, got 0.0"):
         harmony.HarmonyConfig(lr=0.0).validate()
     # a hand-edited config.yaml of a run: wrong types and unknown names are named
     (tmp_path / "config.yaml").write_text("lr: fast\n")
     with pytest.raises(ValueError, match="lr: expected a value like [0-9.e-]+, got 'fast'"):
-        lit.read_config(tmp_path, dl2.DL2Config)
+        read_config(tmp_path, dl2.DL2Config)
     (tmp_path / "config.yaml").write_text("speed: 3\n")
     with pytest.raises(ValueError, match="unknown settings \\['speed'\\]"):
-        lit.read_config(tmp_path, harmony.HarmonyConfig)
+        read_config(tmp_path, harmony.HarmonyConfig)
 
 
 @pytest.mark.parametrize("name", ["dl2", "harmony"])
@@ -261,7 +262,7 @@ def test_shipped_checkpoints_load_and_run(name: str) -> None:
     from hrlsched.sim.metrics import summary
 
     module = {"dl2": dl2, "harmony": harmony}[name]
-    path = module.shipped_checkpoint()  # type: ignore[attr-defined]
+    path = common.shipped_checkpoint(module.CHECKPOINTS.shipped)  # type: ignore[attr-defined]
     assert path.is_file() and path.stat().st_size < 300_000, path
     assert make_scheduler(name).name == name
     s = summary(simulate(resolve_run_config("default", name, 0, TINY)), name, "default")
@@ -296,34 +297,6 @@ def test_options_typed_by_field() -> None:
         apply_options(cfg, ["window=many"])
 
 
-def load_rivals():  # noqa: ANN201
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("rl_rivals", Path(__file__).parents[1] / "benchmarks" / "rl_rivals.py")
-    assert spec is not None and spec.loader is not None
-    rivals = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(rivals)
-    return rivals
-
-
-def test_rl_rivals_runs_harmony_with_another_allocation(harmony_run: Path, tmp_path: Path) -> None:
-    """``benchmarks/rl_rivals.py --harmony-allocation``: Harmony with its
-    checkpoint's allocation gives the figure of ``simulate``; another
-    allocation (``optimus``) runs it with that one."""
-    from hrlsched.config import resolve_run_config
-    from hrlsched.run import simulate
-    from hrlsched.sim.metrics import summary
-
-    rivals = load_rivals()
-    small = tmp_path / "harmony-small.pt"
-    harmony.export(harmony_run / "best.pt", small)
-    assert rivals.harmony_allocation(str(small)) == "fifo"
-    mine = rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "fifo")
-    cfg = resolve_run_config("default", "harmony", 0, [*TINY_H, f"checkpoint={small}"])
-    assert mine == summary(simulate(cfg), "harmony", "default")["avg_jct_s"]
-    assert rivals.avg_jct("default", TINY_H, "harmony", 0, str(small), "optimus") > 0
-
-
 PS_SMALL = ["workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.6,0.25,0.15]", "workload.jobs=90",
             "workload.allreduce_fraction=0", "workload.open_fraction=0"]
 
@@ -347,21 +320,19 @@ def test_ps_small_scenario_is_default_with_small_ps_jobs() -> None:
         [(j.model, j.requested_gpus, j.arrival_s) for j in build_scenario(ref, 100).jobs]
 
 
-def test_rl_rivals_plays_harmony_on_another_scenario(harmony_run: Path, tmp_path: Path,
-                                                     monkeypatch: pytest.MonkeyPatch,
-                                                     capsys: pytest.CaptureFixture[str]) -> None:
-    """``rl_rivals.py --harmony-scenario ps-small --harmony-placements``:
-    the Harmony match on that scenario, against the placements named."""
-    rivals = load_rivals()
+def test_evaluate_sets_harmony_against_its_placements(harmony_run: Path, tmp_path: Path) -> None:
+    """``hrlsched evaluate --rivals --harmony PATH``: Harmony's row and its
+    paper's baselines, its checkpoint's allocation placed by pack, topology
+    and random, paired by seed (what benchmarks/rl_rivals.py printed)."""
+    from typer.testing import CliRunner
+
+    from hrlsched.cli import app
+
     small = tmp_path / "harmony-small.pt"
-    harmony.export(harmony_run / "best.pt", small)
-    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony", str(small), "--seeds", "1",
-                                     "--first-seed", "100", "--harmony-scenario", "ps-small",
-                                     "--harmony-set", "workload.jobs=8", "--harmony-set", "workload.duration_h=0.5",
-                                     "--harmony-placements", "pack,balance"])
-    assert rivals.main() == 0
-    out = capsys.readouterr().out
-    assert "harmony on ps-small" in out and "fifo+balance" in out and "fifo+random" not in out
-    monkeypatch.setattr("sys.argv", ["rl_rivals.py", "--only", "harmony", "--harmony-placements", "pack,nowhere"])
-    with pytest.raises(SystemExit):
-        rivals.main()
+    harmony.CHECKPOINTS.export(harmony_run / "best.pt", small)
+    r = CliRunner().invoke(app, ["evaluate", "--scenario", "ps-small", "--seeds", "100", "--no-ablate", "--rivals",
+                                 "--harmony", str(small), "--policies", "fifo", "--workers", "1", "--out",
+                                 str(tmp_path / "ev"), "--set", "workload.jobs=8", "--set", "workload.duration_h=0.5"])
+    assert r.exit_code == 0, r.output
+    assert "harmony vs fifo+pack" in r.output and "harmony vs fifo+random" in r.output and "dl2 vs drf" in r.output
+    assert (tmp_path / "ev" / "runs" / "fifo_topology" / "seed100" / "summary.json").is_file()

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from hrlsched.config import RunConfig, dump_run_config
+from hrlsched.contract import Scheduler
 from hrlsched.outdir import prepare_run_dir
 from hrlsched.policies.registry import make_scheduler
 from hrlsched.scenario import build_scenario
@@ -14,9 +15,13 @@ from hrlsched.sim.engine import SimResult, Simulator
 from hrlsched.sim.recorder import write_run
 
 
-def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None) -> SimResult:
+def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None = None,
+             scheduler: Scheduler | None = None) -> SimResult:
+    """``scheduler``: one to run instead of a new one made from ``cfg.policy``
+    (e.g. one that a caller built from it and instruments)."""
     built = build_scenario(cfg.scenario, cfg.seed)
-    scheduler = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
+    if scheduler is None:
+        scheduler = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
     sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed,
                     predictor=built.predictor)
     return sim.run(progress)

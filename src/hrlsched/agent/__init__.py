@@ -1,1 +1,1 @@
-"""The hierarchical RL agent: networks (``nets``), masked distributions, heuristic teachers, rollouts, behaviour cloning, PPO training (``train``), checkpoints and the ``hrl`` policy."""
+"""The hierarchical RL agent: networks (``nets``), heuristic teachers, rollouts, behaviour cloning, PPO training (``train``), checkpoints and the ``hrl`` policy; under ``common`` what it shares with its rivals (``hrlsched.rivals``)."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.nets import HRLNet
 from hrlsched.agent.rollout import Trajectory
 

@@ -32,7 +32,7 @@ The action layout is the environments' (``hrlsched.envs``): ``[candidates |
 GPUs | sockets | defer]`` (Hierarchical-v0), ``[candidates]``
 (Allocation-v0) or ``[GPUs | sockets | defer]`` (Placement-v0). Logits of
 actions the mask forbids are set to ``-inf`` inside the distribution
-(``distributions.masked_categorical``), never after a softmax.
+(``common.distributions.MaskedCategorical``), never after a softmax.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from dataclasses import asdict, dataclass
 import torch
 from torch import Tensor, nn
 
+from hrlsched.agent.common.mlp import mlp
 from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
 
@@ -114,10 +115,6 @@ def static_only(x: Tensor, key: str) -> Tensor:
     return x * keep
 
 
-def mlp(n_in: int, n_hidden: int, n_out: int) -> nn.Sequential:
-    return nn.Sequential(nn.Linear(n_in, n_hidden), nn.ReLU(), nn.Linear(n_hidden, n_out))
-
-
 def masked_mean(x: Tensor, mask: Tensor) -> Tensor:
     """Mean of ``x`` (B, N, d) over rows where ``mask`` (B, N) is true."""
     m = mask.unsqueeze(-1).to(x.dtype)
@@ -176,7 +173,7 @@ class HRLNet(nn.Module):
     ``forward(obs)`` takes a batch of observations (dict of tensors with a
     leading batch dimension, as the environments give them) and returns the
     logits over the whole action layout (unmasked; mask with
-    ``distributions.masked_categorical``) and the value."""
+    ``common.distributions.MaskedCategorical``) and the value."""
 
     def __init__(self, cfg: NetConfig = NetConfig(), allocates: bool = True, places: bool = True) -> None:
         super().__init__()

@@ -16,7 +16,6 @@ and environment settings, so loading it needs no flag to match.
 
 from __future__ import annotations
 
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,8 @@ import numpy as np
 import torch
 
 from hrlsched.agent import checkpoint as ckpt
-from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.common.checkpoint import shipped_checkpoint
+from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.nets import GAP_COLUMNS, GAP_SCALE
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
@@ -32,11 +32,7 @@ from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
 from hrlsched.envs.features import DYN_COLUMNS
 
-SHIPPED = "hrl-default.pt"
-
-
-def shipped_checkpoint() -> Path:
-    return Path(str(resources.files("hrlsched.agent") / "checkpoints" / SHIPPED))
+SHIPPED = "agent/checkpoints/hrl-default.pt"
 
 
 def trim_jobs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -53,7 +49,7 @@ class HRLScheduler(Scheduler):
     decision_points = "events"
 
     def __init__(self, checkpoint: str | Path | None = None) -> None:
-        path = Path(checkpoint) if checkpoint else shipped_checkpoint()
+        path = Path(checkpoint) if checkpoint else shipped_checkpoint(SHIPPED)
         self.ck = ckpt.load(path)
         self.path = path
         self.net = ckpt.build_net(self.ck)

@@ -119,7 +119,7 @@ def _store(o: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 
 def run(spec: RolloutSpec) -> list[Trajectory]:
     """Run ``spec``'s episodes in lockstep; returns one trajectory each."""
-    from hrlsched.agent.distributions import MaskedCategorical
+    from hrlsched.agent.common.distributions import MaskedCategorical
     from hrlsched.agent.experts import Teacher
     from hrlsched.agent.nets import HRLNet, NetConfig
 

@@ -32,7 +32,6 @@ loop that reads top to bottom (CleanRL style).
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import math
 import random
@@ -47,19 +46,24 @@ import torch
 
 from hrlsched.agent import bc
 from hrlsched.agent import checkpoint as ckpt
-from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.common import checkpoint as common_ckpt
+from hrlsched.agent.common import returns
+from hrlsched.agent.common.distributions import MaskedCategorical
+from hrlsched.agent.common.logger import CSVLogger, write_csv
+from hrlsched.agent.common.loop import train_within_budget
+from hrlsched.agent.common.training_run import RunConfig
 from hrlsched.agent.nets import HRLNet, NetConfig
 from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
 from hrlsched.envs.candidates import WORKER_OPTIONS
 
-EVAL_SEEDS = range(0, 100)  # the seeds every reported figure is measured on: never trained on
 LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
+METRICS = ["iteration", "env_steps", "horizon_h", "steps", "return", "avg_jct_h_finished", "ent_coef", "rollout_s",
+           "update_s", "pg", "vf", "ent", "kl", "clipfrac", "wall_s", "valid_avg_jct_h",
+           "best_valid_avg_jct_h"]  # metrics.csv columns (a value not measured: nan)
 
 
 @dataclass
-class TrainConfig:
-    scenario: str = "default"
-    overrides: list[str] = field(default_factory=list)
+class TrainConfig(RunConfig):
     level: str = "1"  # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
@@ -68,11 +72,7 @@ class TrainConfig:
     # the level-1 menu's worker counts (a finer menu, 1-8, 12, 16, 24, 32, did not help the cloned policy)
     worker_options: list[int] = field(default_factory=lambda: list(WORKER_OPTIONS))
     max_jobs: int = 64
-    train_seeds: list[int] = field(default_factory=lambda: list(range(1000, 1064)))
-    valid_seeds: list[int] = field(default_factory=lambda: [100, 101, 102, 103, 104])
-    seed: int = 0
-    minutes: float | None = 60.0
-    steps: int | None = None
+    minutes: float | None = 60.0  # (the budget, bookkeeping and seeds are RunConfig's)
     workers: int = 2
     rollouts: int = 4  # episodes per workload (same arrivals), for the baseline
     # behaviour cloning
@@ -108,14 +108,7 @@ class TrainConfig:
     def validate(self) -> None:
         if self.level not in LEVEL_PARTS:
             raise ValueError(f"level: expected one of {sorted(LEVEL_PARTS)}, got {self.level!r}")
-        bad = sorted({s for s in [*self.train_seeds, *self.valid_seeds] if s in EVAL_SEEDS})
-        if bad:
-            raise ValueError(f"seeds {bad[:5]}{'...' if len(bad) > 5 else ''}: seeds 0-99 are the evaluation "
-                             "seeds of every reported figure; training and validation must not see them")
-        if not self.train_seeds:
-            raise ValueError("train_seeds: expected at least one training seed (>= 100)")
-        if self.minutes is None and self.steps is None:
-            raise ValueError("expected a budget: minutes or steps")
+        super().validate()
         for name in ("workers", "rollouts", "epochs", "minibatch", "max_jobs"):
             if getattr(self, name) < (0 if name == "workers" else 1):
                 raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
@@ -141,15 +134,6 @@ class TrainConfig:
 
 
 # ----------------------------------------------------------------- advantages
-def returns_to_go(r: np.ndarray, gamma: float = 1.0) -> np.ndarray:
-    out = np.zeros(r.size, dtype=np.float64)
-    acc = 0.0
-    for t in range(r.size - 1, -1, -1):
-        acc = r[t] + gamma * acc
-        out[t] = acc
-    return out
-
-
 def decima_baseline(group: list[Trajectory], rtgs: list[np.ndarray]) -> list[np.ndarray]:
     """For each step of each rollout: the mean over the rollouts of the same
     workload of their return to go from the same simulated time."""
@@ -164,15 +148,11 @@ def decima_baseline(group: list[Trajectory], rtgs: list[np.ndarray]) -> list[np.
 
 
 def gae(tr: Trajectory, rewards: np.ndarray, scale: float, gamma: float, lam: float) -> np.ndarray:
+    """GAE on the value head's values (``scale`` x the scaled return); an
+    episode truncated at the curriculum's horizon bootstraps from its last
+    value."""
     v = tr.values.astype(np.float64) * scale
-    nxt = np.append(v[1:], 0.0 if tr.terminated else v[-1])
-    delta = rewards + gamma * nxt - v
-    adv = np.zeros_like(v)
-    acc = 0.0
-    for t in range(v.size - 1, -1, -1):
-        acc = delta[t] + gamma * lam * acc
-        adv[t] = acc
-    return adv
+    return returns.gae(rewards, v, np.append(v[1:], 0.0 if tr.terminated else v[-1]), gamma, lam)
 
 
 # ---------------------------------------------------------------- the loop
@@ -196,7 +176,7 @@ class Trainer:
         last = self.out / "last.pt"
         if resume:
             if not last.is_file():
-                raise ckpt.CheckpointError(f"--resume: {last} does not exist; start without --resume")
+                raise common_ckpt.CheckpointError(f"--resume: {last} does not exist; start without --resume")
             self._restore(ckpt.load(last))
             self.log(f"resumed from {last}: iteration {self.iteration}, {self.env_steps} env steps")
         elif init is not None:
@@ -212,8 +192,7 @@ class Trainer:
             self.net, self.cfg.part, self.cfg.env_kwargs(), config=dataclasses.asdict(self.cfg),
             optimizer=self.opt.state_dict(), iteration=self.iteration, env_steps=self.env_steps,
             elapsed_s=self.elapsed_s, best_jct_s=self.best_jct_s, bc_done=self.bc_done,
-            rng={"numpy": self.rng.bit_generator.state, "torch": torch.get_rng_state(),
-                 "python": random.getstate()},
+            rng=common_ckpt.rng_state(self.rng),
         )
 
     def _restore(self, ck: dict[str, Any]) -> None:
@@ -222,12 +201,10 @@ class Trainer:
         self.iteration, self.env_steps = int(ck["iteration"]), int(ck["env_steps"])
         self.elapsed_s, self.best_jct_s = float(ck["elapsed_s"]), float(ck["best_jct_s"])
         self.bc_done = bool(ck["bc_done"])
-        self.rng.bit_generator.state = ck["rng"]["numpy"]
-        torch.set_rng_state(ck["rng"]["torch"])
-        random.setstate(ck["rng"]["python"])
+        common_ckpt.set_rng_state(self.rng, ck["rng"])
 
     def save(self, name: str = "last.pt") -> None:
-        ckpt.save(self.out / name, self._payload())
+        common_ckpt.save(self.out / name, self._payload())
         if name == "best.pt":  # what `hrl --checkpoint` needs, without the optimiser
             ckpt.export_policy(self.out / name, self.out / "best-policy.pt")
 
@@ -237,15 +214,6 @@ class Trainer:
 
     def _payload_net(self) -> dict[str, Any]:
         return {"net": self.net.cfg.to_dict(), "allocates": self.net.allocates, "places": self.net.places}
-
-    def _metrics(self, row: dict[str, Any]) -> None:
-        path = self.out / "metrics.csv"
-        new = not path.exists()
-        with path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(row))
-            if new:
-                w.writeheader()
-            w.writerow(row)
 
     # -- behaviour cloning
     def behaviour_clone(self) -> None:
@@ -265,11 +233,7 @@ class Trainer:
         hist = bc.fit(self.net, train, cfg.part, epochs=cfg.bc_epochs, lr=cfg.bc_lr, seed=cfg.seed, valid=valid,
                       log=lambda r: self.log("  bc " + ", ".join(f"{k} {v:.4g}" for k, v in r.items())))
         rows = [{"epoch": 0, "train_loss": float("nan"), **{f"valid_{k}": v for k, v in before.items()}}, *hist]
-        with (self.out / "bc.csv").open("w", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=list(rows[-1]))
-            w.writeheader()
-            for r in rows:
-                w.writerow({k: r.get(k, "") for k in rows[-1]})
+        write_csv(self.out / "bc.csv", rows, list(rows[-1]))
         self.bc_done = True
         self.save("bc.pt")
 
@@ -311,7 +275,7 @@ class Trainer:
                     rate = r.sum() / max(tr.times[-1] - tr.times[0], 1.0)
                     r = r - rate * dt
                 rewards.append(r)
-            rtgs = [returns_to_go(r, cfg.gamma) for r in rewards]
+            rtgs = [returns.returns_to_go(r, cfg.gamma) for r in rewards]
             if cfg.advantage == "decima":
                 base = decima_baseline(group, rtgs)
                 group_adv = [g - b for g, b in zip(rtgs, base)]
@@ -379,52 +343,12 @@ class Trainer:
             if not self.bc_done and cfg.bc_episodes > 0:
                 self.behaviour_clone()
                 self.save()
-            last_ckpt = last_eval = time.time()
-            if self.best_jct_s == math.inf:
-                self.elapsed_s = base_elapsed + time.time() - start  # the curve's first point is after BC
-                self.best_jct_s = self.evaluate()
-                self.save("best.pt")
-                self._metrics_eval()
-            while True:
-                self.elapsed_s = base_elapsed + time.time() - start
-                budget = (cfg.minutes * 60 if cfg.minutes is not None else math.inf)
-                frac = max(self.elapsed_s / budget if budget < math.inf else 0.0,
-                           self.env_steps / cfg.steps if cfg.steps else 0.0)
-                if frac >= 1.0:
-                    break
-                row = self.iterate(frac)
-                row["wall_s"] = round(base_elapsed + time.time() - start, 1)
-                if time.time() - last_eval >= cfg.eval_every_min * 60:
-                    jct = self.evaluate()
-                    row["valid_avg_jct_h"] = jct / 3600
-                    if jct < self.best_jct_s:
-                        self.best_jct_s = jct
-                        self.save("best.pt")
-                    last_eval = time.time()
-                else:
-                    row["valid_avg_jct_h"] = float("nan")
-                row["best_valid_avg_jct_h"] = self.best_jct_s / 3600
-                self._metrics(row)
-                if progress is not None:
-                    progress(row)
-                if time.time() - last_ckpt >= cfg.checkpoint_every_min * 60:
-                    self.save()
-                    last_ckpt = time.time()
-            jct = self.evaluate()
-            if jct < self.best_jct_s:
-                self.best_jct_s = jct
-                self.save("best.pt")
-            self.elapsed_s = base_elapsed + time.time() - start
-            self.save()
+            start_row = {"iteration": self.iteration, "env_steps": self.env_steps, "steps": 0, "rollout_s": 0.0,
+                         "update_s": 0.0}
+            jct = train_within_budget(self, self.iterate, lambda: self.env_steps,
+                                      CSVLogger(self.out / "metrics.csv", METRICS, missing=math.nan), start_row,
+                                      progress, start, base_elapsed)
             return {"iterations": self.iteration, "env_steps": self.env_steps, "final_valid_avg_jct_h": jct / 3600,
                     "best_valid_avg_jct_h": self.best_jct_s / 3600, "elapsed_s": self.elapsed_s}
         finally:
             self.pool.close()
-
-    def _metrics_eval(self) -> None:
-        self._metrics({"iteration": self.iteration, "env_steps": self.env_steps, "horizon_h": float("nan"),
-                       "steps": 0, "return": float("nan"), "avg_jct_h_finished": float("nan"),
-                       "ent_coef": float("nan"), "rollout_s": 0.0, "update_s": 0.0, "pg": float("nan"),
-                       "vf": float("nan"), "ent": float("nan"), "kl": float("nan"), "clipfrac": float("nan"),
-                       "wall_s": round(self.elapsed_s, 1), "valid_avg_jct_h": self.best_jct_s / 3600,
-                       "best_valid_avg_jct_h": self.best_jct_s / 3600})

@@ -46,7 +46,9 @@ from typing import Any
 import torch
 
 from hrlsched.agent import checkpoint as ckpt
-from hrlsched.agent.literature import DEFAULT_VALID_SEEDS, check_seeds, write_config
+from hrlsched.agent.common.checkpoint import CheckpointError, save
+from hrlsched.agent.common.seeds import DEFAULT_VALID_SEEDS, check_seeds
+from hrlsched.agent.common.training_run import write_config
 
 FIELDS = ["phase", "weight", "remaining_weight", "keep_s", "seed", "avg_jct_s", "restarts"]
 
@@ -142,10 +144,10 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
     ``recheck_s`` as ``DecisionPoint``'s (their defaults, True, ``"arrival"``
     and None, are not written)."""
     if payload.get("part") != "allocate":
-        raise ckpt.CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
+        raise CheckpointError(f"tune: expected a level-1 checkpoint (part 'allocate'), got {payload.get('part')!r}")
     hint = payload.get("env_kwargs", {}).get("hint")
     if not hint:
-        raise ckpt.CheckpointError("tune: the checkpoint decides without a hint (env_kwargs 'hint'); the hint-gap "
+        raise CheckpointError("tune: the checkpoint decides without a hint (env_kwargs 'hint'); the hint-gap "
                                    "weight would have nothing to compare with (train with --option hint=optimus)")
     net = dict(payload["net"])
     net["net"] = {**net["net"], "hint_gap": True}
@@ -184,7 +186,7 @@ def with_weight(payload: dict[str, Any], weight: float, remaining_weight: float 
         try:
             ALLOCATIONS[hint].factory(**opts)
         except (TypeError, KeyError) as e:
-            raise ckpt.CheckpointError(f"tune: the hint {hint!r} takes no options {sorted(opts)} ({e}); "
+            raise CheckpointError(f"tune: the hint {hint!r} takes no options {sorted(opts)} ({e}); "
                                        "search remaining_weights, keep_s and keep_frac with an optimus hint only") from None
         kw["hint_options"] = opts
     return {**keep, "net": net, "state_dict": state, "env_kwargs": kw, "hint_gap_weight": float(weight)}
@@ -262,7 +264,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                             + f"-rem{cfg.remaining_from}" * (cfg.remaining_from != "fit")
                             + (f"-b{cfg.bonus:g}" if cfg.bonus is not None else "") + ".pt")
         if not p.is_file():  # ORIGIN: the cloned network and the hint as its paper runs it
-            ckpt.save(p, with_weight(base, g, a, h, **({} if pt == ORIGIN else settings)))
+            save(p, with_weight(base, g, a, h, **({} if pt == ORIGIN else settings)))
         paths[pt] = str(p)
 
     def measure(phase: str, points: list[Point], seeds: list[int]) -> dict[Point, float]:
@@ -296,7 +298,7 @@ def run(cfg: TuneConfig, out: Path, log: Callable[[str], None] = print) -> dict[
                "valid_avg_jct_s": {label(k): v for k, v in valid.items()}}
     payload = ckpt.load(paths[best])
     payload["tune"] = {"config": dataclasses.asdict(cfg), **summary}
-    ckpt.save(out / "best-policy.pt", payload)
+    save(out / "best-policy.pt", payload)
     from hrlsched.io import write_text
 
     write_text(summary_path, json.dumps(summary, indent=2) + "\n")

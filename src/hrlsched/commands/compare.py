@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
 def register(app: typer.Typer) -> None:
     @app.command()
     def compare(
+        ctx: typer.Context,
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")],
         policies: Annotated[str, typer.Option(help="comma-separated ALLOCATION[+PLACEMENT] names")],
         out: Annotated[Path, typer.Option(help="output folder")],
@@ -21,12 +20,12 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
         checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for policy hrl (default: the shipped one)")] = None,  # noqa: UP045
+        markdown: Annotated[Optional[Path], typer.Option(help="also write the summary table as markdown to this file, with this command line")] = None,  # noqa: UP045
     ) -> None:
         """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots.
         Runs already done in OUT with the same config are kept (an interrupted
         comparison resumes by running the same command again)."""
-        from hrlsched.config import ConfigError
-        from hrlsched.experiments.compare import CompareInterrupted
+        from hrlsched.commands import invoked_command, runs_with_progress
         from hrlsched.experiments.compare import compare as run_compare
         from hrlsched.policies.registry import make_scheduler
 
@@ -48,19 +47,15 @@ def register(app: typer.Typer) -> None:
         except ValueError as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
-        with Progress(TextColumn("[bold]runs"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=err, disable=not sys.stderr.isatty()) as bar:
-            task = bar.add_task("runs", total=len(names) * seeds)
-            try:
-                run_compare(scenario, names, seeds, out, workers, set_ or [],
-                            lambda d, n: bar.update(task, completed=d, total=n),
-                            checkpoint=str(checkpoint) if checkpoint is not None else None)
-            except CompareInterrupted as e:
-                bar.stop()
-                print(str(e), file=sys.stderr)  # one plain line, never wrapped
-                raise typer.Exit(130) from None
-            except (ConfigError, ValueError, FileNotFoundError) as e:
-                err.print(f"[red]error:[/red] {e}")
-                raise typer.Exit(2) from None
-        print((out / "comparison.md").read_text())
-        err.print(f"wrote {out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/")
+        runs_with_progress(err, lambda progress: run_compare(
+            scenario, names, seeds, out, workers, set_ or [], progress,
+            checkpoint=str(checkpoint) if checkpoint is not None else None))
+        table = (out / "comparison.md").read_text()
+        print(table)
+        wrote = f"{out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/"
+        if markdown is not None:
+            from hrlsched.experiments.markdown import write_markdown
+
+            write_markdown(markdown, table, invoked_command(ctx))
+            wrote += f"; {markdown}"
+        err.print(f"wrote {wrote}")

@@ -1,5 +1,6 @@
 """``hrlsched train``: train the hierarchical agent (behaviour cloning, then
-PPO; ``hrlsched.agent.train``), with checkpoints and ``--resume``."""
+PPO; ``hrlsched.agent.train``), or its rivals DL2 and Harmony
+(``hrlsched.rivals``), with checkpoints and ``--resume``."""
 
 from __future__ import annotations
 
@@ -37,10 +38,9 @@ def register_train(app: typer.Typer) -> None:
     ) -> None:
         """Train the agent; writes checkpoints every few minutes and keeps the
         best one on held-back seeds (100-104)."""
-        import yaml
-
-        from hrlsched.agent.checkpoint import CheckpointError
+        from hrlsched.agent.common.training_run import run_config, write_config
         from hrlsched.agent.train import TrainConfig, Trainer
+        from hrlsched.errors import CheckpointError
 
         err = Console(stderr=True, soft_wrap=True)  # log lines are never wrapped (paths stay whole)
         if backend not in ("local", "ray"):
@@ -50,44 +50,36 @@ def register_train(app: typer.Typer) -> None:
             err.print(f"[red]error:[/red] --agent: expected one of {sorted(AGENTS)}, got {agent!r}")
             raise typer.Exit(2)
         if agent != "hrl":
-            # the RL schedulers of the literature train with their own algorithms (their modules)
+            # the RL schedulers of the literature train with their own algorithm (rivals.actor_critic)
             import importlib
+
+            from hrlsched.rivals.actor_critic import train_command
 
             if level != "1":  # refused rather than silently dropped
                 err.print(f"[red]error:[/red] --level: only --agent hrl takes it; {agent} has its own level")
                 raise typer.Exit(2)
 
-            mod = importlib.import_module(AGENTS[agent])
+            module, _, attr = AGENTS[agent].partition(":")
             try:
-                code = mod.train_command(scenario=scenario, out=out, minutes=minutes, steps=steps, workers=workers,
-                                         seeds=parse_seeds(seeds) if seeds else None, overrides=list(set_ or []),
-                                         resume=resume, seed=seed, init=init, backend=backend, log=err,
-                                         configure=lambda cfg: apply_options(cfg, option or []))
+                code = train_command(getattr(importlib.import_module(module), attr), scenario=scenario, out=out,
+                                     minutes=minutes, steps=steps, workers=workers,
+                                     seeds=parse_seeds(seeds) if seeds else None, overrides=list(set_ or []),
+                                     resume=resume, seed=seed, init=init, backend=backend, log=err,
+                                     configure=lambda cfg: apply_options(cfg, option or []))
             except (ValueError, TypeError) as e:
                 err.print(f"[red]error:[/red] {e}")
                 raise typer.Exit(2) from None
             raise typer.Exit(code or 0)
-        cfg_path = out / "config.yaml"
+
+        def settings(cfg: TrainConfig) -> None:
+            if seeds:
+                cfg.train_seeds = parse_seeds(seeds)
+            apply_options(cfg, option or [])
+
         try:
-            if resume:
-                if not cfg_path.is_file():
-                    raise ValueError(f"--resume: {cfg_path} does not exist; start without --resume")
-                raw = yaml.safe_load(cfg_path.read_text())
-                cfg = TrainConfig(**raw)
-                if minutes is not None:
-                    cfg.minutes = minutes
-                if steps is not None:
-                    cfg.steps = steps
-            else:
-                if out.exists() and any(out.iterdir()):
-                    raise ValueError(f"--out {out}: not empty; use --resume to continue the run there, "
-                                     "or another directory")
-                cfg = TrainConfig(scenario=scenario, overrides=list(set_ or []), level=level, seed=seed,
-                                  workers=workers, minutes=minutes if minutes is not None else (
-                                      None if steps is not None else 60.0), steps=steps)
-                if seeds:
-                    cfg.train_seeds = parse_seeds(seeds)
-                apply_options(cfg, option or [])
+            cfg = run_config(out, TrainConfig, resume=resume, minutes=minutes, steps=steps, default_minutes=60.0,
+                             configure=settings, scenario=scenario, overrides=list(set_ or []), level=level,
+                             seed=seed, workers=workers)
             cfg.validate()
             trainer = Trainer(cfg, out, init=str(init) if init else None, resume=resume,
                               log=lambda s: err.print(s, markup=False, highlight=False),
@@ -96,9 +88,7 @@ def register_train(app: typer.Typer) -> None:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
         if not resume:
-            from hrlsched.io import write_text
-
-            write_text(cfg_path, yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False))
+            write_config(out, cfg)
 
         def progress(row: dict) -> None:
             v = row.get("valid_avg_jct_h", math.nan)
@@ -153,7 +143,9 @@ def _typed(name: str, current: object, annotation: str, text: str) -> object:
         raise ValueError(f"--option {name}={text}: expected a value like {current!r} ({annotation})") from None
 
 
-AGENTS = {"hrl": "hrlsched.agent.train", "dl2": "hrlsched.agent.dl2", "harmony": "hrlsched.agent.harmony"}
+#: what ``--agent`` trains: the hrl agent (``hrlsched.agent.train``) or a rival's trainer ("module:class")
+AGENTS = {"hrl": "hrlsched.agent.train:Trainer", "dl2": "hrlsched.rivals.dl2:Trainer",
+          "harmony": "hrlsched.rivals.harmony:Trainer"}
 
 
 def parse_seeds(text: str) -> list[int]:

@@ -49,9 +49,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Fit the agent's hint-gap weight on training workloads; what is
         already in OUT/search.csv is not run again."""
-        from hrlsched.agent.checkpoint import CheckpointError
         from hrlsched.agent.tune import TuneConfig, label, run
         from hrlsched.commands.train import parse_seeds
+        from hrlsched.errors import CheckpointError
 
         err = Console(stderr=True)
         from hrlsched.envs.hint import RESERVE_RUNNING

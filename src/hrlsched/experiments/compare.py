@@ -75,53 +75,48 @@ def interval(values: list[float]) -> tuple[float, float]:
     return float(v.mean()), float(half)
 
 
-def compare(
-    scenario: str,
-    policies: list[str],
-    seeds: int,
-    out: str | Path,
+def run_dir(out: Path, label: str, seed: int) -> Path:
+    """Where the run of ``label`` (a policy name, or another name for a
+    configured variant of one) on ``seed`` is kept under ``out``."""
+    return out / "runs" / label.replace("+", "_") / f"seed{seed}"
+
+
+def run_all(
+    runs: list[tuple[str, RunConfig]],
+    out: Path,
     workers: int = 1,
-    overrides: list[str] | None = None,
     progress: Callable[[int, int], None] | None = None,
-    checkpoint: str | None = None,
-) -> list[dict[str, Any]]:
-    """``checkpoint``: the agent's weights for policy ``hrl`` (None: shipped)."""
-    out = Path(out)
-    if not policies:
-        raise ValueError("--policies: expected at least one policy name")
-    dup = sorted({p for p in policies if policies.count(p) > 1})
-    if dup:
-        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
-    check_writable(out)
-    ck = [f"checkpoint={Path(checkpoint).resolve()}"] if checkpoint is not None else []
-    cfgs = [resolve_run_config(scenario, p, s, [*(overrides or []), *(ck if p == "hrl" else [])])
-            for p in policies for s in range(seeds)]
+) -> dict[tuple[str, int], dict[str, Any]]:
+    """Run each ``(label, config)`` into ``run_dir(out, label, seed)``, in
+    parallel, and return each run's summary by ``(label, seed)``. A run
+    already there with the same config is kept, not rerun (an interrupted
+    batch resumes by calling again); each run's directory is written whole."""
     results: dict[tuple[str, int], dict[str, Any]] = {}
     todo = []
-    for c in cfgs:
-        run_dir = out / "runs" / c.policy.replace("+", "_") / f"seed{c.seed}"
-        prev = finished_run(c, run_dir)
+    for label, c in runs:
+        d = run_dir(out, label, c.seed)
+        prev = finished_run(c, d)
         if prev is not None:  # resume: a run already done with the same config
-            results[(c.policy, c.seed)] = prev
+            results[(label, c.seed)] = prev
         else:
-            todo.append((c.model_dump_json(), str(run_dir)))
-    total = len(cfgs)
+            todo.append((label, c.model_dump_json(), str(d)))
+    total = len(runs)
     if progress:
         progress(len(results), total)
     try:
         if workers <= 1:
-            for cj, o in todo:
-                p, s, summ = _run_one(cj, o)
-                results[(p, s)] = summ
+            for label, cj, o in todo:
+                _, s, summ = _run_one(cj, o)
+                results[(label, s)] = summ
                 if progress:
                     progress(len(results), total)
         else:
             pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
             try:
-                futs = [pool.submit(_run_one, cj, o) for cj, o in todo]
+                futs = {pool.submit(_run_one, cj, o): label for label, cj, o in todo}
                 for f in as_completed(futs):
-                    p, s, summ = f.result()
-                    results[(p, s)] = summ
+                    _, s, summ = f.result()
+                    results[(futs[f], s)] = summ
                     if progress:
                         progress(len(results), total)
             except BaseException:
@@ -143,9 +138,33 @@ def compare(
             pool.shutdown()
     except KeyboardInterrupt:
         # Count what is on disk: a run may have finished after its last report.
-        done = sum(finished_run(c, out / "runs" / c.policy.replace("+", "_") / f"seed{c.seed}") is not None
-                   for c in cfgs)
+        done = sum(finished_run(c, run_dir(out, label, c.seed)) is not None for label, c in runs)
         raise CompareInterrupted(done, total, out) from None
+    return results
+
+
+def compare(
+    scenario: str,
+    policies: list[str],
+    seeds: int,
+    out: str | Path,
+    workers: int = 1,
+    overrides: list[str] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    checkpoint: str | None = None,
+) -> list[dict[str, Any]]:
+    """``checkpoint``: the agent's weights for policy ``hrl`` (None: shipped)."""
+    out = Path(out)
+    if not policies:
+        raise ValueError("--policies: expected at least one policy name")
+    dup = sorted({p for p in policies if policies.count(p) > 1})
+    if dup:
+        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
+    check_writable(out)
+    ck = [f"checkpoint={Path(checkpoint).resolve()}"] if checkpoint is not None else []
+    cfgs = [resolve_run_config(scenario, p, s, [*(overrides or []), *(ck if p == "hrl" else [])])
+            for p in policies for s in range(seeds)]
+    results = run_all([(c.policy, c) for c in cfgs], out, workers, progress)
     rows = []
     for p in policies:
         row: dict[str, Any] = {"policy": p, "seeds": seeds}
@@ -159,16 +178,22 @@ def compare(
     return rows
 
 
-def bound_row(cfgs: list[RunConfig]) -> dict[str, Any]:
-    """The floor under every policy's row: the lower bound on average JCT
-    (``experiments.bound``: each job alone at its best allocation) on the same
-    seeds; the other columns do not apply."""
+def bounds(cfgs: list[RunConfig]) -> list[float]:
+    """The lower bound on average JCT (s) of each config's scenario and seed
+    (``experiments.bound``; the configs share one scenario)."""
     from hrlsched.experiments.bound import BestRates, lower_bound
     from hrlsched.scenario import build_scenario
 
     built = [build_scenario(c.scenario, c.seed) for c in cfgs]
     rates = BestRates(built[0].perf)  # one search shared by the seeds (same cluster and model)
-    vals = [lower_bound(b, rates=rates)["avg_jct_s"] for b in built]
+    return [lower_bound(b, rates=rates)["avg_jct_s"] for b in built]
+
+
+def bound_row(cfgs: list[RunConfig]) -> dict[str, Any]:
+    """The floor under every policy's row: the lower bound on average JCT
+    (``experiments.bound``: each job alone at its best allocation) on the same
+    seeds; the other columns do not apply."""
+    vals = bounds(cfgs)
     row: dict[str, Any] = {"policy": BOUND, "seeds": len(cfgs)}
     for m in METRICS:
         row[m], row[f"{m}_ci95"] = float("nan"), float("nan")
@@ -184,6 +209,24 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
     for r in rows:
         w.writerow([r[c] if isinstance(r[c], str) else (f"{r[c]:.6g}" if r[c] == r[c] else "") for c in cols])
     write_text(out / "comparison.csv", buf.getvalue())
+    write_text(out / "comparison.md", markdown_table(scenario, rows, seeds))
+    jcts, series = {}, {}
+    for p in [p for p in policies if p != BOUND]:
+        run = run_dir(out, p, 0)
+        with open(run / "jobs.csv") as fh:
+            jcts[p] = np.array([float(x["jct_s"]) if x["jct_s"] else np.nan for x in csv.DictReader(fh)])
+        with open(run / "rounds.csv") as fh:
+            rr = list(csv.DictReader(fh))
+        series[p] = {k: np.array([float(x[k]) for x in rr]) for k in ("time_s", "gpus_busy", "jobs_queued")}
+    cfg = load_yaml(run_dir(out, policies[0], 0) / "config.yaml")
+    n_gpus = Topology.from_spec(RunConfig.model_validate(cfg).scenario.cluster).n_gpus
+    plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: job completion times (CDF), seed 0")
+    plots.plot_timeline(series, n_gpus, out / "utilisation.png",
+                        title=f"{scenario}: GPU utilisation and queue over time, seed 0")
+
+
+def markdown_table(scenario: str, rows: list[dict[str, Any]], seeds: int) -> str:
+    """The summary table of a comparison (``comparison.md``)."""
     md = [f"Scenario `{scenario}`, {seeds} seed(s); mean ± 95% interval over seeds.", "",
           "| policy | avg JCT (h) | p95 JCT (h) | makespan (h) | GPU util | avg queue (h) | max FTF | restarts |",
           "|---|---|---|---|---|---|---|---|"]
@@ -197,17 +240,4 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
     for r in rows:
         md.append(f"| {r['policy']} | {pm(r, 'avg_jct_s', 3600)} | {pm(r, 'p95_jct_s', 3600)} | {pm(r, 'makespan_s', 3600)} | "
                   f"{pm(r, 'gpu_util_mean')} | {pm(r, 'avg_queue_s', 3600)} | {pm(r, 'max_ftf')} | {pm(r, 'restarts_total', 1, '.0f')} |")
-    write_text(out / "comparison.md", "\n".join(md) + "\n")
-    jcts, series = {}, {}
-    for p in [p for p in policies if p != BOUND]:
-        run = out / "runs" / p.replace("+", "_") / "seed0"
-        with open(run / "jobs.csv") as fh:
-            jcts[p] = np.array([float(x["jct_s"]) if x["jct_s"] else np.nan for x in csv.DictReader(fh)])
-        with open(run / "rounds.csv") as fh:
-            rr = list(csv.DictReader(fh))
-        series[p] = {k: np.array([float(x[k]) for x in rr]) for k in ("time_s", "gpus_busy", "jobs_queued")}
-    cfg = load_yaml(out / "runs" / policies[0].replace("+", "_") / "seed0" / "config.yaml")
-    n_gpus = Topology.from_spec(RunConfig.model_validate(cfg).scenario.cluster).n_gpus
-    plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: job completion times (CDF), seed 0")
-    plots.plot_timeline(series, n_gpus, out / "utilisation.png",
-                        title=f"{scenario}: GPU utilisation and queue over time, seed 0")
+    return "\n".join(md) + "\n"

@@ -1,10 +1,17 @@
-"""Policy registry: ``ALLOCATION[+PLACEMENT]`` names -> schedulers."""
+"""Policy registry: ``ALLOCATION[+PLACEMENT]`` names -> schedulers.
+
+The learned schedulers (``LEARNED``) are named here by ``"module:attr"``
+and imported on first use: their modules need torch, an optional
+dependency, and import the environments, which import this registry;
+nothing here imports ``hrlsched.agent`` or ``hrlsched.rivals``."""
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from hrlsched.errors import CheckpointError
 from hrlsched.policies.base import AllocationPolicy, ComposedScheduler, PlacementPolicy, Scheduler
 
 
@@ -27,8 +34,10 @@ def register(kind: str, name: str, factory: Callable[[], object], summary: str, 
     table[name] = PolicyInfo(name, kind, factory, summary, paper)
 
 
-#: joint schedulers whose factory takes a checkpoint path (None: the shipped one)
-LEARNED = {"hrl", "dl2", "harmony"}
+#: joint schedulers whose factory takes a checkpoint path (None: the shipped one): their classes
+LEARNED = {"hrl": "hrlsched.agent.policy:HRLScheduler", "dl2": "hrlsched.rivals.dl2:DL2Scheduler",
+           "harmony": "hrlsched.rivals.harmony:HarmonyScheduler"}
+_resolved: dict[str, Callable[[str | None], Scheduler]] = {}
 
 
 def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
@@ -57,33 +66,26 @@ def all_policies() -> list[PolicyInfo]:
     return [*ALLOCATIONS.values(), *SCHEDULERS.values(), *PLACEMENTS.values()]
 
 
-def _hrl(checkpoint: str | None = None) -> Scheduler:
-    try:
-        from hrlsched.agent.policy import HRLScheduler
-    except ImportError as e:  # torch is an optional dependency of the package
-        raise ValueError(f"policy hrl needs torch ({e}); install the extra: pip install 'hrlsched[rl]'") from None
-    from hrlsched.agent.checkpoint import CheckpointError
+def _learned(name: str) -> Callable[[str | None], Scheduler]:
+    """The factory of the learned scheduler ``name``: its class (``LEARNED``)
+    imported on the first call; a checkpoint that cannot be used is a
+    ``ValueError`` with the reason alone, as a wrong policy name is."""
 
-    try:
-        return HRLScheduler(checkpoint)
-    except CheckpointError as e:
-        raise ValueError(str(e)) from None
+    def make(checkpoint: str | None = None) -> Scheduler:
+        cls = _resolved.get(name)
+        if cls is None:
+            module, _, attr = LEARNED[name].partition(":")
+            try:
+                cls = _resolved[name] = getattr(importlib.import_module(module), attr)
+            except ImportError as e:  # torch is an optional dependency of the package
+                raise ValueError(f"policy {name} needs torch ({e}); install the extra: "
+                                 "pip install 'hrlsched[rl]'") from None
+        try:
+            return cls(checkpoint)
+        except CheckpointError as e:
+            raise ValueError(str(e)) from None
 
-
-def _literature(name: str, module: str, cls: str, checkpoint: str | None) -> Scheduler:
-    """DL2 or Harmony (``agent/dl2.py``, ``agent/harmony.py``) from a checkpoint."""
-    import importlib
-
-    try:
-        mod = importlib.import_module(module)
-    except ImportError as e:  # torch is an optional dependency of the package
-        raise ValueError(f"policy {name} needs torch ({e}); install the extra: pip install 'hrlsched[rl]'") from None
-    from hrlsched.agent.checkpoint import CheckpointError
-
-    try:
-        return getattr(mod, cls)(checkpoint)
-    except CheckpointError as e:
-        raise ValueError(str(e)) from None
+    return make
 
 
 def _register_builtins() -> None:
@@ -98,7 +100,7 @@ def _register_builtins() -> None:
     register("allocation", "tiresias-gittins", lambda: Tiresias(gittins=True),
              "2D-Gittins index within Tiresias' queues, from completed jobs' service", "Gu et al., NSDI'19")
     register("allocation", "tiresias-pollux", lambda: _pollux_tiresias(),
-             "Tiresias as re-implemented in the Pollux artifact (for benchmarks/vs_pollux.py)",
+             "Tiresias as re-implemented in the Pollux artifact (for hrlsched reproduce pollux-sim)",
              "Gu et al., NSDI'19; Qiao et al., OSDI'21 artifact")
     from hrlsched.policies.drf import DRF
     from hrlsched.policies.elas import ELAS
@@ -115,19 +117,17 @@ def _register_builtins() -> None:
              "Ghodsi et al., NSDI'11 (as DL2's baseline)")
     register("allocation", "tetris", Tetris, "multi-resource packing alignment + shortest remaining time",
              "Grandl et al., SIGCOMM'14")
-    register("scheduler", "hrl", _hrl,
+    register("scheduler", "hrl", _learned("hrl"),
              "the hierarchical RL agent (allocation and placement; shipped checkpoint or --checkpoint)",
              "this project (docs/agent.md)")
-    register("scheduler", "dl2",
-             lambda checkpoint=None: _literature("dl2", "hrlsched.agent.dl2", "DL2Scheduler", checkpoint),
+    register("scheduler", "dl2", _learned("dl2"),
              "DL2: allocation by worker/PS increments from a policy network (DRF warm-up, then actor-critic); "
              "least-loaded placement (shipped checkpoint or --checkpoint)",
-             "Peng et al., TPDS'21 (agent/dl2.py)")
-    register("scheduler", "harmony",
-             lambda checkpoint=None: _literature("harmony", "hrlsched.agent.harmony", "HarmonyScheduler", checkpoint),
+             "Peng et al., TPDS'21 (rivals/dl2.py)")
+    register("scheduler", "harmony", _learned("harmony"),
              "Harmony: placement server by server from an actor-critic with a reward-prediction network; "
              "allocation as requested (shipped checkpoint or --checkpoint)",
-             "Bao et al., INFOCOM'19 (agent/harmony.py)")
+             "Bao et al., INFOCOM'19 (rivals/harmony.py)")
     register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
              "Peng et al., EuroSys'18")
     register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",

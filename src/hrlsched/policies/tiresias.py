@@ -25,7 +25,7 @@ Departures from the paper: the skew profile is approximated by model size
 (>= ``skew_mb`` MB consolidates); each job gets the GPUs it requested and one
 PS (PS jobs); the defaults follow the Pollux authors' re-implementation
 (one threshold at 16 GPU-hours, starvation guard off), which is the setting
-of the published comparison we reproduce (benchmarks/vs_pollux.py).
+of the published comparison we reproduce (hrlsched reproduce pollux-sim).
 """
 
 from __future__ import annotations

@@ -76,12 +76,9 @@ Simplified or adapted (also in docs/policies.md):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -89,17 +86,18 @@ import numpy as np
 import torch
 from torch import nn
 
-from hrlsched.agent import literature as lit
-from hrlsched.agent.checkpoint import CheckpointError
-from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.common import returns
+from hrlsched.agent.common.distributions import MaskedCategorical, masked_logits, masked_softmax
+from hrlsched.agent.common.mlp import NumpyMLP, mlp
+from hrlsched.agent.common.training_run import check_fields
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.core.catalogue import DL2_MODELS, ModelProfile, get_profile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
+from hrlsched.rivals import actor_critic as ac
+from hrlsched.rivals.replay import ReplayBuffer
 
-KIND = "harmony"
-SHIPPED = "harmony-default.pt"
 HOUR = 3600.0
 METRICS = ["episode", "seed", "inferences", "jobs_placed", "return", "epsilon", "rollout_s", "pg", "vf", "ent",
           "pred_mse", "wall_s", "valid_avg_jct_h", "best_valid_avg_jct_h"]  # metrics.csv columns
@@ -122,16 +120,11 @@ def features() -> dict[str, list[str]]:
 
 
 @dataclass
-class HarmonyConfig:
-    scenario: str = "default"
-    overrides: list[str] = field(default_factory=list)
+class HarmonyConfig(ac.ActorCriticConfig):
+    """Harmony's settings beyond ``ActorCriticConfig``'s, and its defaults
+    there: ``gamma`` is per job placed, the warm-up's teacher is pack's rule."""
+
     allocation: str = "fifo"  # the workers and PSs of each job: as requested (fifo) or optimus
-    train_seeds: list[int] = field(default_factory=lambda: list(lit.DEFAULT_TRAIN_SEEDS))
-    valid_seeds: list[int] = field(default_factory=lambda: list(lit.DEFAULT_VALID_SEEDS))
-    seed: int = 0
-    minutes: float | None = 15.0
-    steps: int | None = None  # budget in inferences (RL)
-    hidden: int = 64
     # reward prediction
     history: list[str] = field(default_factory=lambda: ["pack", "balance", "random"])
     history_episodes: int = 2  # training seeds per history placement
@@ -141,54 +134,27 @@ class HarmonyConfig:
     pred_buffer: int = 50000
     refit_every: int = 10  # episodes between refits on the samples seen since
     refit_epochs: int = 3
-    # supervised warm-up of the actor on pack's rule (0 episodes: none)
-    sl_episodes: int = 4
+    # ActorCriticConfig's, with Harmony's values
     sl_epochs: int = 12
-    sl_lr: float = 3e-3
-    sl_minibatch: int = 64
-    # actor-critic
-    gamma: float = 0.9  # per job placed
-    gae_lambda: float = 0.95
+    gamma: float = 0.9
     lr: float = 1e-4
-    value_lr: float = 1e-3
     entropy: float = 0.003
     replay: int = 16384
-    minibatch: int = 256
     updates: int = 16
-    epsilon: float = 0.1
-    epsilon_end: float = 0.0
-    is_clip: float = 1.0  # truncation of the replay's importance weights (ACER's c)
-    horizon_h: float | None = 12.0
-    eval_every_min: float = 3.0
-    checkpoint_every_min: float = 3.0
 
     def validate(self) -> None:
         from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 
-        lit.check_seeds(self.train_seeds, self.valid_seeds)
+        super().validate()
         if self.allocation not in ALLOCATIONS:
             raise ValueError(f"allocation: unknown policy {self.allocation!r}; expected one of {sorted(ALLOCATIONS)}")
         bad = [h for h in self.history if h not in PLACEMENTS]
         if bad:
             raise ValueError(f"history: unknown placements {bad}; expected among {sorted(PLACEMENTS)}")
-        if self.minutes is None and self.steps is None:
-            raise ValueError("expected a budget: minutes or steps")
-        for name in ("hidden", "pred_hidden", "replay", "minibatch", "sl_minibatch", "pred_buffer", "refit_every"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
-        for name in ("history_episodes", "sl_episodes", "sl_epochs", "pred_epochs", "refit_epochs", "updates"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)}")
-        if not 0.0 <= self.gamma <= 1.0 or not 0.0 <= self.gae_lambda <= 1.0:
-            raise ValueError(f"gamma, gae_lambda: expected values in [0, 1], got {self.gamma}, {self.gae_lambda}")
-        if not 0.0 <= self.epsilon <= 1.0 or not 0.0 <= self.epsilon_end <= 1.0:
-            raise ValueError(f"epsilon, epsilon_end: expected values in [0, 1], got {self.epsilon}, {self.epsilon_end}")
-        if min(self.lr, self.value_lr, self.pred_lr, self.sl_lr) <= 0:
-            raise ValueError("lr, value_lr, pred_lr, sl_lr: expected positive learning rates")
-        if self.is_clip <= 0:
-            raise ValueError(f"is_clip: expected a positive value, got {self.is_clip}")
-        if self.entropy < 0:
-            raise ValueError(f"entropy: expected a value >= 0, got {self.entropy}")
+        check_fields(self, ("pred_hidden", "pred_buffer", "refit_every"), lambda v: int(v) >= 1, "a positive integer")
+        check_fields(self, ("history_episodes", "pred_epochs", "refit_epochs"), lambda v: int(v) >= 0,
+                     "an integer >= 0")
+        check_fields(self, ("pred_lr",), lambda v: float(v) > 0, "a positive value")
 
 
 class HarmonyNet(nn.Module):
@@ -199,9 +165,15 @@ class HarmonyNet(nn.Module):
         super().__init__()
         S, T = len(SERVER_FEATURES), len(TASK_FEATURES)
         self.S, self.T = S, T
-        self.actor = lit.mlp([S + T, cfg.hidden, cfg.hidden, 1])
-        self.critic = lit.mlp([T + 2 * S, cfg.hidden, cfg.hidden, 1])
-        self.predictor = lit.mlp([len(PRED_FEATURES), cfg.pred_hidden, cfg.pred_hidden, 1])
+        self.actor = mlp(S + T, cfg.hidden, cfg.hidden, 1)
+        self.critic = mlp(T + 2 * S, cfg.hidden, cfg.hidden, 1)
+        self.predictor = mlp(len(PRED_FEATURES), cfg.pred_hidden, cfg.pred_hidden, 1)
+
+    def policy_params(self) -> list[nn.Parameter]:
+        return list(self.actor.parameters())
+
+    def value_params(self) -> list[nn.Parameter]:
+        return list(self.critic.parameters())
 
     def logits(self, servers: torch.Tensor, task: torch.Tensor) -> torch.Tensor:
         """servers (B, M, S), task (B, T) -> (B, M)."""
@@ -303,7 +275,7 @@ class Predictor:
     """The reward-prediction network in numpy (inside episodes)."""
 
     def __init__(self, net: HarmonyNet) -> None:
-        self.f = lit.NumpyMLP(net.predictor)
+        self.f = NumpyMLP(net.predictor)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         return np.clip(self.f(x)[..., 0], 0.0, 1.5)
@@ -360,52 +332,30 @@ def observed_samples(view: ClusterView, profiles: dict[str, ModelProfile], iso: 
 
 
 # ---------------------------------------------------------------- scheduler
-def shipped_checkpoint() -> Path:
-    return Path(str(resources.files("hrlsched.agent") / "checkpoints" / SHIPPED))
+CHECKPOINTS = ac.CheckpointKind("harmony", features(), HarmonyConfig, HarmonyNet,
+                                "rivals/checkpoints/harmony-default.pt")
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    return lit.load(path, KIND, features())
-
-
-def build_net(ck: dict[str, Any]) -> tuple[HarmonyConfig, HarmonyNet]:
-    known = {f.name for f in dataclasses.fields(HarmonyConfig)}
-    cfg = HarmonyConfig(**{k: v for k, v in ck["config"].items() if k in known})
-    net = HarmonyNet(cfg)
-    net.load_state_dict(lit.float_state(ck["state_dict"]))
-    net.eval()
-    return cfg, net
-
-
-class HarmonyScheduler(Scheduler):
+class HarmonyScheduler(ac.ActorCriticScheduler):
     """Harmony inside the engine: the allocation policy gives each job's
     workers and PSs; the actor picks the server of each task (greedy, or
-    sampled in training) on a ``DecisionPoint``."""
+    sampled in training) on a ``DecisionPoint``. ``act``: "greedy",
+    "sample", "pack" (the teacher) or "random"."""
 
     name = "harmony"
-    decision_points = "events"
+    checkpoints = CHECKPOINTS
 
     def __init__(self, checkpoint: str | Path | None = None, *, net: HarmonyNet | None = None,
                  cfg: HarmonyConfig | None = None, act: str = "greedy", allocation: str | None = None) -> None:
-        if net is None:
-            path = Path(checkpoint) if checkpoint else shipped_checkpoint()
-            cfg, net = build_net(load_checkpoint(path))
-        assert cfg is not None
-        self.cfg = cfg
-        self.allocation = allocation or cfg.allocation
-        self.set_net(net)
-        self.act = act
-        self.rng = np.random.default_rng(0)
-        self.epsilon = 0.0
-        self.mu = 1.0  # behaviour probability of the last action chosen
-        self.recording = False
+        super().__init__(checkpoint, net=net, cfg=cfg, act=act)
+        self.allocation = allocation or self.cfg.allocation
         self.collect = False  # keep observed (placement, speed) samples
         self.dp = None
         if self.allocation == "optimus":  # optimus re-allocates every 10 minutes too
             self.decision_points = "round"
 
     def set_net(self, net: HarmonyNet) -> None:
-        self.actor = lit.NumpyMLP(net.actor)
+        self.actor = NumpyMLP(net.actor)
         self.predict = Predictor(net)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
@@ -547,8 +497,8 @@ class HarmonyScheduler(Scheduler):
             return self.pack_server(valid)
         logits = self.actor(np.concatenate([S, np.broadcast_to(T, (S.shape[0], T.size))], 1))[:, 0]
         if self.act == "greedy":
-            return int(np.argmax(lit.masked_logits(logits, valid)))
-        p = lit.masked_softmax(logits, valid)
+            return int(np.argmax(masked_logits(logits, valid)))
+        p = masked_softmax(logits, valid)
         q = self._explore(S, valid)
         if self.epsilon > 0 and self.rng.random() < self.epsilon:
             a = int(self.rng.choice(q.size, p=q))
@@ -671,7 +621,7 @@ def run_episode(pool: Any, wseed: int, sched: Scheduler, horizon_s: float | None
 def evaluate(pool: Any, net: HarmonyNet, cfg: HarmonyConfig, seeds: list[int]) -> float:
     """Greedy mean avg JCT on ``seeds``, each run with the engine seeded by
     its workload seed, as ``hrlsched simulate --seed`` and
-    ``benchmarks/rl_rivals.py`` run it (the same figures; under ``optimus``
+    ``hrlsched evaluate --rivals`` run it (the same figures; under ``optimus``
     the engine's random stream moves a seed's figure)."""
     sched = HarmonyScheduler(net=net, cfg=cfg, act="greedy")
     return float(np.mean([run_episode(pool, s, sched, None, episode_seed=s).avg_jct_s for s in seeds]))
@@ -687,69 +637,48 @@ def _pad(servers: list[np.ndarray], masks: list[np.ndarray], M: int) -> tuple[np
     return S, V
 
 
-class Trainer:
-    def __init__(self, cfg: HarmonyConfig, out: Path, log: Any, init: str | None = None, resume: bool = False) -> None:
-        from hrlsched.envs.pool import WorkloadPool
+class Trainer(ac.ActorCriticTrainer):
+    """Harmony's training: the reward-prediction network on the history of
+    existing placements (``history``), the warm-up on pack's rule
+    (``supervised``), then actor-critic with experience replay
+    (``rivals.actor_critic``), the prediction network refitted on the
+    samples of its episodes."""
 
-        cfg.validate()
-        self.cfg, self.out, self.log = cfg, Path(out), log
-        self.out.mkdir(parents=True, exist_ok=True)
-        torch.set_num_threads(1)
-        torch.manual_seed(cfg.seed)
-        self.rng = np.random.default_rng(cfg.seed)
-        self.net = HarmonyNet(cfg)
-        self.opt_pi = torch.optim.Adam(self.net.actor.parameters(), lr=cfg.lr)
-        self.opt_v = torch.optim.Adam(self.net.critic.parameters(), lr=cfg.value_lr)
+    checkpoints = CHECKPOINTS
+    scheduler = HarmonyScheduler
+    metrics = METRICS
+    progress_field = ("jobs placed", "jobs_placed")
+    warm_up_after_init = True
+
+    def setup(self) -> None:
+        cfg = self.cfg
         self.opt_pred = torch.optim.Adam(self.net.predictor.parameters(), lr=cfg.pred_lr)
-        self.pool = WorkloadPool(cfg.scenario, [*cfg.train_seeds, *cfg.valid_seeds], cfg.overrides)
         self.M = self.pool.built(cfg.train_seeds[0]).topology.n_servers
-        self.replay = lit.ReplayBuffer(cfg.replay)
-        self.samples = lit.ReplayBuffer(cfg.pred_buffer)
+        self.samples = ReplayBuffer(cfg.pred_buffer)
         self.fresh = 0  # samples added since the last refit
-        self.episodes = self.steps = 0
-        self.elapsed_s = 0.0
-        self.best_jct_s = math.inf
         self.history_done = False
-        self.sl_done = False
-        if resume:
-            last = self.out / "last.pt"
-            if not last.is_file():
-                raise CheckpointError(f"--resume: {last} does not exist; start without --resume")
-            self._restore(load_checkpoint(last))
-            self.log(f"resumed from {last}: {self.episodes} episodes, {self.steps} inferences")
-        elif init is not None:
-            _, net = build_net(load_checkpoint(init))
-            self.net.load_state_dict(net.state_dict())
-            self.log(f"initialised from {init}")
 
     # -- checkpoints
     def payload(self) -> dict[str, Any]:
-        return {"config": dataclasses.asdict(self.cfg), "features": features(),
-                "state_dict": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
-                "episodes": self.episodes, "steps": self.steps, "elapsed_s": self.elapsed_s,
-                "best_jct_s": self.best_jct_s, "history_done": self.history_done, "sl_done": self.sl_done,
-                "opt_pi": self.opt_pi.state_dict(), "opt_v": self.opt_v.state_dict(),
-                "opt_pred": self.opt_pred.state_dict(), "rng": lit.rng_state(self.rng),
+        return {**super().payload(), "history_done": self.history_done, "opt_pred": self.opt_pred.state_dict(),
                 "samples": {k: v[: self.samples.size] for k, v in self.samples.data.items()}}
 
-    def save(self, name: str = "last.pt") -> None:
-        lit.save(self.out / name, KIND, self.payload())
-
-    def _restore(self, ck: dict[str, Any]) -> None:
-        self.net.load_state_dict(lit.float_state(ck["state_dict"]))
-        self.opt_pi.load_state_dict(ck["opt_pi"])
-        self.opt_v.load_state_dict(ck["opt_v"])
+    def restore(self, ck: dict[str, Any]) -> None:
+        super().restore(ck)
         self.opt_pred.load_state_dict(ck["opt_pred"])
-        lit.set_rng_state(self.rng, ck["rng"])
-        self.episodes, self.steps = int(ck["episodes"]), int(ck["steps"])
-        self.elapsed_s, self.best_jct_s = float(ck["elapsed_s"]), float(ck["best_jct_s"])
         self.history_done = bool(ck["history_done"])
-        self.sl_done = bool(ck.get("sl_done", True))
         if ck.get("samples"):
             self.samples.add(**ck["samples"])
 
-    def horizon_s(self) -> float | None:
-        return self.cfg.horizon_h * HOUR if self.cfg.horizon_h else None
+    def warm_up(self) -> None:
+        if not self.history_done:
+            self.history()
+            self.save()
+        if not self.sl_done:
+            if self.cfg.sl_episodes > 0:
+                self.supervised()
+            self.sl_done = True
+            self.save()
 
     # -- the reward-prediction network on the history
     def history(self) -> None:
@@ -803,18 +732,16 @@ class Trainer:
         A = np.concatenate([e.actions for e in eps])
         vs, vm = (torch.from_numpy(x) for x in _pad(valid.servers, valid.masks, self.M))
         vs, vt, va = vs.float(), torch.from_numpy(valid.tasks), torch.from_numpy(valid.actions)
-        opt = torch.optim.Adam(self.net.actor.parameters(), lr=cfg.sl_lr)
+        opt = torch.optim.Adam(self.net.policy_params(), lr=cfg.sl_lr)
+
+        def cross_entropy(idx: np.ndarray) -> torch.Tensor:
+            d = MaskedCategorical(self.net.logits(torch.from_numpy(S[idx]), torch.from_numpy(T[idx])),
+                                  torch.from_numpy(Vm[idx]))
+            return -d.log_prob(torch.from_numpy(A[idx])).mean()
+
         acc = math.nan
         for _ in range(cfg.sl_epochs):
-            order = self.rng.permutation(A.size)
-            for i in range(0, A.size, cfg.sl_minibatch):
-                idx = order[i:i + cfg.sl_minibatch]
-                d = MaskedCategorical(self.net.logits(torch.from_numpy(S[idx]), torch.from_numpy(T[idx])),
-                                      torch.from_numpy(Vm[idx]))
-                loss = -d.log_prob(torch.from_numpy(A[idx])).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+            self.descend(opt, A.size, cfg.sl_minibatch, cross_entropy)
             if va.numel():
                 with torch.no_grad():
                     acc = float((MaskedCategorical(self.net.logits(vs, vt), vm).greedy() == va).float().mean())
@@ -822,15 +749,13 @@ class Trainer:
         G = np.concatenate([self.advantages(e, torch.from_numpy(p[0].astype(np.float32)), torch.from_numpy(e.tasks),
                                             torch.from_numpy(p[1]), lam=1.0)[1]
                             for e, p in zip(eps, padded)]).astype(np.float32)
+
+        def value_error(idx: np.ndarray) -> torch.Tensor:
+            v = self.net.value(torch.from_numpy(S[idx]), torch.from_numpy(T[idx]), torch.from_numpy(Vm[idx]))
+            return (v - torch.from_numpy(G[idx])).pow(2).mean()
+
         for _ in range(max(cfg.sl_epochs // 2, 1)):
-            order = self.rng.permutation(A.size)
-            for i in range(0, A.size, cfg.sl_minibatch):
-                idx = order[i:i + cfg.sl_minibatch]
-                v = self.net.value(torch.from_numpy(S[idx]), torch.from_numpy(T[idx]), torch.from_numpy(Vm[idx]))
-                vf = (v - torch.from_numpy(G[idx])).pow(2).mean()
-                self.opt_v.zero_grad()
-                vf.backward()
-                self.opt_v.step()
+            self.descend(self.opt_v, A.size, cfg.sl_minibatch, value_error)
         self.log(f"pack warm-up: {A.size} teacher inferences on seeds {seeds}, {cfg.sl_epochs} epochs "
                  f"({time.time() - t0:.0f} s); accuracy on seed {cfg.valid_seeds[0]}: {acc:.3f}")
         self.save("sl.pt")
@@ -844,60 +769,18 @@ class Trainer:
         lam = cfg.gae_lambda if lam is None else lam
         with torch.no_grad():
             v = self.net.value(S, T, V).numpy().astype(np.float64)
-        J, n = ep.rewards.size, ep.actions.size
-        Gj = np.append(lit.discounted(ep.rewards, cfg.gamma), 0.0)
+        J = ep.rewards.size
+        Gj = np.append(returns.returns_to_go(ep.rewards, cfg.gamma), 0.0)
         P = ep.job_of
         nxt = np.append(P[1:], J)
         disc = cfg.gamma ** (nxt - P)
-        seg = Gj[P] - disc * Gj[nxt]
-        vn = np.append(v[1:], 0.0)
-        delta = seg + disc * vn - v
-        adv = np.zeros(n)
-        acc = 0.0
-        for i in range(n - 1, -1, -1):
-            acc = delta[i] + disc[i] * lam * acc
-            adv[i] = acc
+        adv = returns.gae(Gj[P] - disc * Gj[nxt], v, np.append(v[1:], 0.0), disc, lam)
         return adv, adv + v
 
-    def update(self) -> dict[str, float]:
-        cfg = self.cfg
-        stats: dict[str, list[float]] = {"pg": [], "vf": [], "ent": []}
-        for _ in range(cfg.updates):
-            b = self.replay.sample(cfg.minibatch, self.rng)
-            S = torch.from_numpy(b["s"].astype(np.float32))
-            T = torch.from_numpy(b["t"])
-            Vm = torch.from_numpy(b["m"])
-            adv = torch.from_numpy(b["adv"].astype(np.float32))
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            d = MaskedCategorical(self.net.logits(S, T), Vm)
-            logp = d.log_prob(torch.from_numpy(b["a"]))
-            # truncated importance weights (ACER): replayed and explored actions count as
-            # much as the current policy would take them, at most once
-            w = (logp.detach() - torch.from_numpy(b["mu"]).clamp(min=1e-8).log()).exp().clamp(max=cfg.is_clip)
-            pg = -(w * adv * logp).mean()
-            ent = d.entropy().mean()
-            self.opt_pi.zero_grad()
-            (pg - cfg.entropy * ent).backward()
-            nn.utils.clip_grad_norm_(self.net.actor.parameters(), 1.0)
-            self.opt_pi.step()
-            vf = (self.net.value(S, T, Vm) - torch.from_numpy(b["g"].astype(np.float32))).pow(2).mean()
-            self.opt_v.zero_grad()
-            vf.backward()
-            self.opt_v.step()
-            stats["pg"].append(float(pg.detach()))
-            stats["vf"].append(float(vf.detach()))
-            stats["ent"].append(float(ent.detach()))
-        return {k: float(np.mean(v)) for k, v in stats.items()}
+    def rollout(self, wseed: int, sched: Any) -> Episode:
+        return run_episode(self.pool, wseed, sched, self.horizon_s(), record=True, collect=True)
 
-    def episode(self, frac: float) -> dict[str, Any]:
-        cfg = self.cfg
-        sched = HarmonyScheduler(net=self.net, cfg=cfg, act="sample")
-        sched.rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        sched.epsilon = cfg.epsilon + (cfg.epsilon_end - cfg.epsilon) * min(frac, 1.0)
-        wseed = int(self.rng.choice(cfg.train_seeds))
-        t0 = time.time()
-        ep = run_episode(self.pool, wseed, sched, self.horizon_s(), record=True, collect=True)
-        t_roll = time.time() - t0
+    def remember(self, ep: Episode) -> None:
         if ep.sample_y:
             self.samples.add(x=np.asarray(ep.sample_x, dtype=np.float32), y=np.asarray(ep.sample_y, dtype=np.float32))
             self.fresh += len(ep.sample_y)
@@ -907,47 +790,23 @@ class Trainer:
             adv, target = self.advantages(ep, St, Tt, Vt)
             self.replay.add(s=S, t=ep.tasks, m=Vm, a=ep.actions, mu=ep.mu, adv=adv.astype(np.float32),
                             g=target.astype(np.float32))
-        self.steps += int(ep.actions.size)
-        self.episodes += 1
-        stats = self.update() if self.replay.size >= cfg.minibatch else {"pg": math.nan, "vf": math.nan,
-                                                                           "ent": math.nan}
+
+    def forward(self, b: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        S = torch.from_numpy(b["s"].astype(np.float32))
+        T = torch.from_numpy(b["t"])
+        Vm = torch.from_numpy(b["m"])
+        return self.net.logits(S, T), Vm, self.net.value(S, T, Vm), torch.from_numpy(b["g"].astype(np.float32))
+
+    def after_update(self, ep: Episode) -> dict[str, Any]:
+        """Every ``refit_every`` episodes, the prediction network refitted on
+        samples of the buffer."""
+        cfg = self.cfg
         pred = math.nan
         if self.episodes % cfg.refit_every == 0 and self.samples.size:
             b = self.samples.sample(min(self.samples.size, 20000), self.rng)
             fit_predictor(self.net, b["x"], b["y"], cfg.refit_epochs, cfg.pred_lr, self.rng, self.opt_pred)
             pred = predictor_mse(self.net, b["x"], b["y"])
-        return {"episode": self.episodes, "seed": wseed, "inferences": int(ep.actions.size),
-                "return": float(ep.rewards.sum()), "jobs_placed": int(ep.rewards.size),
-                "epsilon": sched.epsilon, "rollout_s": round(t_roll, 1), "pred_mse": pred, **stats}
+        return {"jobs_placed": int(ep.rewards.size), "pred_mse": pred}
 
-    def run(self, progress: Any = None) -> dict[str, Any]:
-        cfg = self.cfg
-        start, base = time.time(), self.elapsed_s
-        if not self.history_done:
-            self.history()
-            self.save()
-        if not self.sl_done:
-            if cfg.sl_episodes > 0:
-                self.supervised()
-            self.sl_done = True
-            self.save()
-        return lit.actor_critic_loop(self, lambda: evaluate(self.pool, self.net, cfg, cfg.valid_seeds), METRICS,
-                                     progress, start, base)
-
-
-def export(src: str | Path, dst: str | Path) -> None:
-    """A checkpoint's weights alone, in float16 (what is shipped)."""
-    lit.export(dst, KIND, load_checkpoint(src))
-
-
-def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
-                  seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
-                  backend: str, log: Any, configure: Callable[[Any], None] | None = None) -> int:
-    """``hrlsched train --agent harmony``: reward prediction on the history
-    of existing placements, then actor-critic; writes ``config.yaml``,
-    ``metrics.csv``, ``best.pt`` (greedy, lowest avg JCT on seeds 100-104)
-    and ``last.pt`` (``--resume``)."""
-    return lit.train_command("harmony", HarmonyConfig, Trainer, ("jobs placed", "jobs_placed"), scenario=scenario,
-                             out=out, minutes=minutes, steps=steps, workers=workers, seeds=seeds,
-                             overrides=overrides, resume=resume, seed=seed, init=init, backend=backend, log=log,
-                             configure=configure)
+    def evaluate(self) -> float:
+        return evaluate(self.pool, self.net, self.cfg, self.cfg.valid_seeds)

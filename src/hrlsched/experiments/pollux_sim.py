@@ -13,15 +13,15 @@ policy, even when it runs Tiresias):
     python3.8 -m venv ../adaptdl/.venv
     ../adaptdl/.venv/bin/pip install numpy==1.19.5 pandas==1.1.5 scipy==1.5.4 autograd pymoo==0.4.2.2
 
-then `python benchmarks/vs_pollux.py --pollux-dir ../adaptdl/simulator`
+then `hrlsched reproduce pollux-sim --pollux-dir ../adaptdl/simulator`
 (or set POLLUX_SIM_DIR; POLLUX_PYTHON names its interpreter, by default
 `.venv/bin/python` or `venv/bin/python` in the folder above the simulator).
-Without it, the script says that it could not time theirs and compares our
+Without it, the command says that it could not time theirs and compares our
 JCT with the authors' published result instead.
 
 Ours runs as `hrlsched simulate --scenario pollux-w<N> --policy
 tiresias-pollux --no-plots`. Its first run on a machine parses the Pollux
-traces and triangulates them (scipy), and keeps both in a cache; the script
+traces and triangulates them (scipy), and keeps both in a cache; the command
 runs that first, cold run in a fresh cache folder and prints its time
 apart; the median is over the runs after it, as a user sees every run but
 the first.
@@ -32,7 +32,6 @@ within 15% of theirs.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -45,9 +44,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("HRLSCHED_DATA", REPO.parent / "shared" / "data"))
-POLICIES = {"tiresias": "tiresias-pollux"}
+POLICIES = {"tiresias": "tiresias-pollux"}  # the Pollux simulator's policy -> ours
 
 
 def timed(cmd: list[str], cwd: Path, env: dict[str, str] | None = None) -> tuple[float, float, str]:
@@ -69,13 +66,15 @@ def hrlsched_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, "-m", "hrlsched.entry"]
 
 
-def run_ours(policy: str, workload: int, repeats: int) -> dict[str, float]:
-    work = Path(tempfile.mkdtemp(prefix="vs_pollux-"))
-    env = {**os.environ, "HRLSCHED_CACHE_DIR": str(work / "cache"), "HRLSCHED_DATA": str(DATA)}
+def run_ours(policy: str, workload: int, repeats: int, data: Path) -> dict[str, float]:
+    """Our simulator, whole processes: the cold first run (a fresh trace
+    cache), then ``repeats`` runs (median wall and CPU), and its average JCT."""
+    work = Path(tempfile.mkdtemp(prefix="pollux-sim-"))
+    env = {**os.environ, "HRLSCHED_CACHE_DIR": str(work / "cache"), "HRLSCHED_DATA": str(data)}
     cmd = [*hrlsched_command(), "simulate", "--scenario", f"pollux-w{workload}",
            "--policy", POLICIES.get(policy, policy), "--no-plots", "--out"]
     try:
-        runs = [timed([*cmd, str(work / f"run{i}")], REPO, env) for i in range(repeats + 1)]
+        runs = [timed([*cmd, str(work / f"run{i}")], work, env) for i in range(repeats + 1)]
         summ = json.loads((work / f"run{repeats}" / "summary.json").read_text())
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -87,6 +86,7 @@ def run_ours(policy: str, workload: int, repeats: int) -> dict[str, float]:
 
 
 def pollux_python(sim_dir: Path, given: Path | None) -> Path:
+    """The Pollux simulator's interpreter: ``given``, else a venv beside it."""
     if given:
         return Path(given).absolute()  # not resolve(): a venv's python is a link that must stay one
     for venv in (".venv", "venv"):
@@ -98,6 +98,7 @@ def pollux_python(sim_dir: Path, given: Path | None) -> Path:
 
 
 def run_pollux(sim_dir: Path, python: Path, policy: str, workload: int, repeats: int) -> dict[str, float]:
+    """The Pollux authors' simulator, whole processes: median wall and CPU, and its average JCT."""
     cmd = [str(python), "simulator.py", "--policy", policy, f"workloads/workload-{workload}.csv"]
     runs = [timed(cmd, sim_dir) for _ in range(repeats)]
     found = re.findall(r"Average JCT:\s*([0-9.]+)", runs[-1][2])  # printed every round; the last is final
@@ -107,41 +108,36 @@ def run_pollux(sim_dir: Path, python: Path, policy: str, workload: int, repeats:
             "jct": float(found[-1])}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--policy", default="tiresias")
-    ap.add_argument("--workload", type=int, default=6)
-    ap.add_argument("--pollux-dir", type=Path, default=os.environ.get("POLLUX_SIM_DIR"))
-    ap.add_argument("--pollux-python", type=Path, default=os.environ.get("POLLUX_PYTHON"))
-    ap.add_argument("--repeats", type=int, default=5, help="our runs after the cold one (median)")
-    ap.add_argument("--pollux-repeats", type=int, default=3, help="runs of the Pollux simulator (median)")
-    a = ap.parse_args()
+def against_pollux(policy: str = "tiresias", workload: int = 6, sim_dir: Path | None = None,
+                   python: Path | None = None, repeats: int = 5, pollux_repeats: int = 3,
+                   data: Path | None = None) -> list[str]:
+    """Both simulators timed on one workload and policy (see the module's
+    docstring): the lines to print. ``sim_dir``: the Pollux simulator's
+    folder (None or absent: the published result instead)."""
+    from hrlsched.workload.data import data_dir
 
-    if not (DATA / "pollux" / "traces").is_dir():
-        print(f"skipped: no Pollux traces under {DATA} (set HRLSCHED_DATA)")
-        return
-    ours = run_ours(a.policy, a.workload, a.repeats)
-    name = f"{a.policy} on Pollux workload-{a.workload}"
-    print(f"whole processes, median of {a.repeats} (ours) and {a.pollux_repeats} (Pollux) runs:")
-    print(f"hrlsched  {name}: avg JCT {ours['jct']:8.1f} s, wall {ours['wall']:6.2f} s, CPU {ours['cpu']:6.2f} s "
-          f"(first run, filling the trace cache: wall {ours['cold_wall']:.2f} s)")
-    sim_dir = Path(a.pollux_dir).resolve() if a.pollux_dir else None
+    data = data or data_dir()
+    if not (data / "pollux" / "traces").is_dir():
+        raise FileNotFoundError(f"no Pollux traces under {data} (set HRLSCHED_DATA)")
+    ours = run_ours(policy, workload, repeats, data)
+    name = f"{policy} on Pollux workload-{workload}"
+    lines = [f"whole processes, median of {repeats} (ours) and {pollux_repeats} (Pollux) runs:",
+             f"hrlsched  {name}: avg JCT {ours['jct']:8.1f} s, wall {ours['wall']:6.2f} s, CPU {ours['cpu']:6.2f} s "
+             f"(first run, filling the trace cache: wall {ours['cold_wall']:.2f} s)"]
+    sim_dir = Path(sim_dir).resolve() if sim_dir else None
     if sim_dir is not None and (sim_dir / "simulator.py").exists():
-        theirs = run_pollux(sim_dir, pollux_python(sim_dir, a.pollux_python), a.policy, a.workload, a.pollux_repeats)
-        print(f"Pollux    {name}: avg JCT {theirs['jct']:8.1f} s, wall {theirs['wall']:6.2f} s, "
-              f"CPU {theirs['cpu']:6.2f} s")
-        print(f"speed-up {theirs['wall'] / ours['wall']:.1f}x in wall time (target >= 20x), "
-              f"{theirs['cpu'] / ours['cpu']:.1f}x in CPU time; "
-              f"JCT difference {100 * (ours['jct'] / theirs['jct'] - 1):+.1f}% (target within 15%)")
-        return
-    print("Pollux simulator not found (give --pollux-dir; see this script's docstring): could not time it, "
-          "no speed-up.")
-    ref = DATA / "pollux" / "reference-results" / f"{a.policy}-1.0" / "summary.json"
+        theirs = run_pollux(sim_dir, pollux_python(sim_dir, python), policy, workload, pollux_repeats)
+        return [*lines,
+                f"Pollux    {name}: avg JCT {theirs['jct']:8.1f} s, wall {theirs['wall']:6.2f} s, "
+                f"CPU {theirs['cpu']:6.2f} s",
+                f"speed-up {theirs['wall'] / ours['wall']:.1f}x in wall time (target >= 20x), "
+                f"{theirs['cpu'] / ours['cpu']:.1f}x in CPU time; "
+                f"JCT difference {100 * (ours['jct'] / theirs['jct'] - 1):+.1f}% (target within 15%)"]
+    lines.append("Pollux simulator not found (give --pollux-dir; see `hrlsched reproduce pollux-sim --help`): "
+                 "could not time it, no speed-up.")
+    ref = data / "pollux" / "reference-results" / f"{policy}-1.0" / "summary.json"
     if ref.exists():
-        jct = json.loads(ref.read_text())["avgs"][f"workload-{a.workload}"]
-        print(f"published Pollux-simulator result: avg JCT {jct:.1f} s; "
-              f"JCT difference {100 * (ours['jct'] / jct - 1):+.1f}% (target within 15%)")
-
-
-if __name__ == "__main__":
-    main()
+        jct = json.loads(ref.read_text())["avgs"][f"workload-{workload}"]
+        lines.append(f"published Pollux-simulator result: avg JCT {jct:.1f} s; "
+                     f"JCT difference {100 * (ours['jct'] / jct - 1):+.1f}% (target within 15%)")
+    return lines

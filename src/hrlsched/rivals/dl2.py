@@ -84,12 +84,9 @@ Simplified or adapted (also in docs/policies.md):
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,17 +94,17 @@ import numpy as np
 import torch
 from torch import nn
 
-from hrlsched.agent import literature as lit
-from hrlsched.agent.checkpoint import CheckpointError
-from hrlsched.agent.distributions import MaskedCategorical
+from hrlsched.agent.common import returns
+from hrlsched.agent.common.distributions import MaskedCategorical, masked_logits, masked_softmax
+from hrlsched.agent.common.mlp import NumpyMLP, mlp
+from hrlsched.agent.common.training_run import check_fields
 from hrlsched.cluster.topology import Topology
-from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.contract import ClusterView, Decision
 from hrlsched.core.catalogue import DL2_MODELS, ModelProfile, get_profile
 from hrlsched.policies.base import Allocation
 from hrlsched.policies.placement.balance import BalancePlacement
+from hrlsched.rivals import actor_critic as ac
 
-KIND = "dl2"
-SHIPPED = "dl2-default.pt"
 HOUR = 3600.0
 METRICS = ["episode", "seed", "inferences", "return", "epsilon", "rollout_s", "pg", "vf", "ent", "wall_s",
           "valid_avg_jct_h", "best_valid_avg_jct_h"]  # metrics.csv columns
@@ -126,68 +123,31 @@ def features() -> dict[str, list[str]]:
 
 
 @dataclass
-class DL2Config:
-    scenario: str = "default"
-    overrides: list[str] = field(default_factory=list)
-    train_seeds: list[int] = field(default_factory=lambda: list(lit.DEFAULT_TRAIN_SEEDS))
-    valid_seeds: list[int] = field(default_factory=lambda: list(lit.DEFAULT_VALID_SEEDS))
-    seed: int = 0
-    minutes: float | None = 15.0
-    steps: int | None = None  # budget in inferences (RL)
+class DL2Config(ac.ActorCriticConfig):
+    """DL2's settings beyond ``ActorCriticConfig``'s (whose defaults are
+    DL2's): the budget's ``steps`` are inferences, ``gamma`` is per slot of
+    ``slot_min`` simulated minutes (the paper's slot: 20), ``replay`` the
+    paper's larger setting (an episode is ~15,000 inferences), the warm-up's
+    teacher DRF, and GAE's reward comes at a point's last inference."""
+
     window: int = 40  # J (the paper's large-scale setting)
     max_workers: int = 16
     net: str = "shared"  # or "fc" (the paper's flat network)
-    hidden: int = 64
     value_hidden: int = 64
-    # supervised warm-up on DRF
-    sl_episodes: int = 4
-    sl_epochs: int = 10
-    sl_lr: float = 3e-3
-    sl_minibatch: int = 64
-    # actor-critic
     reward: str = "progress"  # the paper's; "jct": minus jobs in the system x time (Decima)
-    gamma: float = 0.99  # per slot of slot_min simulated minutes (the paper's slot: 20)
     slot_min: float = 20.0
     shaping_h: float = 1.0  # potential-based shaping: this x the predicted progress per hour (0: none)
-    lr: float = 2e-4
-    value_lr: float = 1e-3
-    gae_lambda: float = 0.95  # advantages: GAE over inferences (reward at a point's last one)
-    entropy: float = 0.001
-    replay: int = 65536  # the paper's larger setting: an episode is ~15,000 inferences
-    minibatch: int = 256
-    updates: int = 64  # minibatch updates after each episode
-    epsilon: float = 0.1  # job-aware exploration, decays linearly to epsilon_end
-    epsilon_end: float = 0.0
     value_scale: float = 10.0
-    is_clip: float = 1.0  # truncation of the replay's importance weights (ACER's c)
-    horizon_h: float | None = 12.0  # training episodes stop after this simulated time (None: whole workload)
-    eval_every_min: float = 3.0
-    checkpoint_every_min: float = 3.0
 
     def validate(self) -> None:
-        lit.check_seeds(self.train_seeds, self.valid_seeds)
+        super().validate()
         if self.net not in ("shared", "fc"):
             raise ValueError(f"net: expected 'shared' or 'fc', got {self.net!r}")
         if self.reward not in ("progress", "jct"):
             raise ValueError(f"reward: expected 'progress' or 'jct', got {self.reward!r}")
-        if self.minutes is None and self.steps is None:
-            raise ValueError("expected a budget: minutes or steps")
-        for name in ("window", "max_workers", "hidden", "value_hidden", "replay", "minibatch", "sl_minibatch"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
-        for name in ("sl_episodes", "sl_epochs", "updates"):
-            if int(getattr(self, name)) < 0:
-                raise ValueError(f"{name}: expected an integer >= 0, got {getattr(self, name)}")
-        for name in ("gamma", "gae_lambda", "epsilon", "epsilon_end"):
-            if not 0.0 <= float(getattr(self, name)) <= 1.0:
-                raise ValueError(f"{name}: expected a value in [0, 1], got {getattr(self, name)}")
-        for name in ("lr", "value_lr", "sl_lr", "slot_min", "value_scale", "is_clip"):
-            if not float(getattr(self, name)) > 0:
-                raise ValueError(f"{name}: expected a positive value, got {getattr(self, name)}")
-        if self.shaping_h < 0 or self.entropy < 0:
-            raise ValueError(f"shaping_h, entropy: expected values >= 0, got {self.shaping_h}, {self.entropy}")
-        if self.horizon_h is not None and self.horizon_h <= 0:
-            raise ValueError(f"horizon_h: expected a positive number of hours or null, got {self.horizon_h}")
+        check_fields(self, ("window", "max_workers", "value_hidden"), lambda v: int(v) >= 1, "a positive integer")
+        check_fields(self, ("slot_min", "value_scale"), lambda v: float(v) > 0, "a positive value")
+        check_fields(self, ("shaping_h",), lambda v: float(v) >= 0, "a value >= 0")
 
     @property
     def n_inputs(self) -> int:
@@ -216,12 +176,12 @@ class DL2Net(nn.Module):
         F, G = len(JOB_FEATURES), len(GLOBAL_FEATURES)
         self.F, self.G = F, G
         if cfg.net == "fc":
-            self.policy = lit.mlp([cfg.n_inputs, cfg.hidden, cfg.hidden, cfg.n_actions])
-            self.value = lit.mlp([cfg.n_inputs, cfg.value_hidden, cfg.value_hidden, 1])
+            self.policy = mlp(cfg.n_inputs, cfg.hidden, cfg.hidden, cfg.n_actions)
+            self.value = mlp(cfg.n_inputs, cfg.value_hidden, cfg.value_hidden, 1)
         else:
-            self.job = lit.mlp([F + G + 2 * F, cfg.hidden, cfg.hidden, 3])
-            self.stop = lit.mlp([G + 2 * F, cfg.hidden, 1])
-            self.value = lit.mlp([G + 2 * F, cfg.value_hidden, cfg.value_hidden, 1])
+            self.job = mlp(F + G + 2 * F, cfg.hidden, cfg.hidden, 3)
+            self.stop = mlp(G + 2 * F, cfg.hidden, 1)
+            self.value = mlp(G + 2 * F, cfg.value_hidden, cfg.value_hidden, 1)
 
     def _context(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         B, J, F = x.shape[0], self.J, self.F
@@ -248,6 +208,9 @@ class DL2Net(nn.Module):
             return list(self.policy.parameters())
         return [*self.job.parameters(), *self.stop.parameters()]
 
+    def value_params(self) -> list[nn.Parameter]:
+        return list(self.value.parameters())
+
 
 class NumpyPolicy:
     """``DL2Net.logits`` for one state, in numpy (inside the engine)."""
@@ -255,9 +218,9 @@ class NumpyPolicy:
     def __init__(self, net: DL2Net) -> None:
         self.kind, self.J, self.F = net.kind, net.J, net.F
         if net.kind == "fc":
-            self.policy = lit.NumpyMLP(net.policy)
+            self.policy = NumpyMLP(net.policy)
         else:
-            self.job, self.stop = lit.NumpyMLP(net.job), lit.NumpyMLP(net.stop)
+            self.job, self.stop = NumpyMLP(net.job), NumpyMLP(net.stop)
 
     def __call__(self, x: np.ndarray) -> np.ndarray:
         if self.kind == "fc":
@@ -473,45 +436,23 @@ class Point:
 
 
 # ---------------------------------------------------------------- scheduler
-def shipped_checkpoint() -> Path:
-    return Path(str(resources.files("hrlsched.agent") / "checkpoints" / SHIPPED))
+CHECKPOINTS = ac.CheckpointKind("dl2", features(), DL2Config, DL2Net, "rivals/checkpoints/dl2-default.pt",
+                                ("sl_done",))
 
 
-def load_checkpoint(path: str | Path) -> dict[str, Any]:
-    return lit.load(path, KIND, features())
-
-
-def build_net(ck: dict[str, Any]) -> tuple[DL2Config, DL2Net]:
-    known = {f.name for f in dataclasses.fields(DL2Config)}
-    cfg = DL2Config(**{k: v for k, v in ck["config"].items() if k in known})
-    net = DL2Net(cfg)
-    net.load_state_dict(lit.float_state(ck["state_dict"]))
-    net.eval()
-    return cfg, net
-
-
-class DL2Scheduler(Scheduler):
+class DL2Scheduler(ac.ActorCriticScheduler):
     """DL2 inside the engine: at each decision point (arrivals and
     completions) the window's allocations are built by the policy network's
     increments (greedy, or sampled in training), then placed on the
-    least-loaded servers."""
+    least-loaded servers. ``act``: "greedy", "sample", "drf" (the teacher)
+    or "random"."""
 
     name = "dl2"
-    decision_points = "events"
+    checkpoints = CHECKPOINTS
 
     def __init__(self, checkpoint: str | Path | None = None, *, net: DL2Net | None = None,
                  cfg: DL2Config | None = None, act: str = "greedy") -> None:
-        if net is None:
-            path = Path(checkpoint) if checkpoint else shipped_checkpoint()
-            cfg, net = build_net(load_checkpoint(path))
-        assert cfg is not None
-        self.cfg = cfg
-        self.set_net(net)
-        self.act = act  # "greedy", "sample", "drf" (the teacher) or "random"
-        self.rng = np.random.default_rng(0)
-        self.epsilon = 0.0
-        self.mu = 1.0  # behaviour probability of the last action chosen
-        self.recording = False
+        super().__init__(checkpoint, net=net, cfg=cfg, act=act)
         self.placement = BalancePlacement()
 
     def set_net(self, net: DL2Net) -> None:
@@ -539,8 +480,8 @@ class DL2Scheduler(Scheduler):
             return int(self.rng.choice(np.flatnonzero(pt.mask())))
         logits = self.policy(pt.state())
         if self.act == "greedy":
-            return int(np.argmax(lit.masked_logits(logits, pt.mask())))
-        p = lit.masked_softmax(logits, pt.mask())
+            return int(np.argmax(masked_logits(logits, pt.mask())))
+        p = masked_softmax(logits, pt.mask())
         cands = pt.explore_candidates() if self.epsilon > 0 else []
         if cands and self.rng.random() < self.epsilon:
             a = cands[int(self.rng.integers(len(cands)))]
@@ -630,59 +571,20 @@ def evaluate(pool: Any, net: DL2Net, cfg: DL2Config, seeds: list[int]) -> float:
     return float(np.mean([run_episode(pool, s, sched, cfg, False, None).avg_jct_s for s in seeds]))
 
 
-class Trainer:
-    def __init__(self, cfg: DL2Config, out: Path, log: Any, init: str | None = None, resume: bool = False) -> None:
-        from hrlsched.envs.pool import WorkloadPool
+class Trainer(ac.ActorCriticTrainer):
+    """DL2's training: the DRF warm-up (``supervised``), then actor-critic
+    with experience replay (``rivals.actor_critic``)."""
 
-        cfg.validate()
-        self.cfg, self.out, self.log = cfg, Path(out), log
-        self.out.mkdir(parents=True, exist_ok=True)
-        torch.set_num_threads(1)
-        torch.manual_seed(cfg.seed)
-        self.rng = np.random.default_rng(cfg.seed)
-        self.net = DL2Net(cfg)
-        self.opt_pi = torch.optim.Adam(self.net.policy_params(), lr=cfg.lr)
-        self.opt_v = torch.optim.Adam(self.net.value.parameters(), lr=cfg.value_lr)
-        self.pool = WorkloadPool(cfg.scenario, [*cfg.train_seeds, *cfg.valid_seeds], cfg.overrides)
-        self.replay = lit.ReplayBuffer(cfg.replay)
-        self.episodes = self.steps = 0
-        self.elapsed_s = 0.0
-        self.best_jct_s = math.inf
-        self.sl_done = False
-        if resume:
-            last = self.out / "last.pt"
-            if not last.is_file():
-                raise CheckpointError(f"--resume: {last} does not exist; start without --resume")
-            self._restore(load_checkpoint(last))
-            self.log(f"resumed from {last}: {self.episodes} episodes, {self.steps} inferences")
-        elif init is not None:
-            _, net = build_net(load_checkpoint(init))
-            self.net.load_state_dict(net.state_dict())
-            self.sl_done = True
-            self.log(f"initialised from {init}")
+    checkpoints = CHECKPOINTS
+    scheduler = DL2Scheduler
+    metrics = METRICS
+    progress_field = ("inferences", "inferences")
+    warm_up_after_init = False  # (DRF's warm-up would undo the weights it starts from)
 
-    # -- checkpoints
-    def payload(self, training: bool = True) -> dict[str, Any]:
-        p: dict[str, Any] = {"config": dataclasses.asdict(self.cfg), "features": features(),
-                             "state_dict": {k: v.detach().clone() for k, v in self.net.state_dict().items()},
-                             "episodes": self.episodes, "steps": self.steps, "elapsed_s": self.elapsed_s,
-                             "best_jct_s": self.best_jct_s, "sl_done": self.sl_done}
-        if training:
-            p.update(opt_pi=self.opt_pi.state_dict(), opt_v=self.opt_v.state_dict(), rng=lit.rng_state(self.rng))
-        return p
-
-    def save(self, name: str = "last.pt") -> None:
-        lit.save(self.out / name, KIND, self.payload())
-
-    def _restore(self, ck: dict[str, Any]) -> None:
-        self.net.load_state_dict(lit.float_state(ck["state_dict"]))
-        if "opt_pi" in ck:
-            self.opt_pi.load_state_dict(ck["opt_pi"])
-            self.opt_v.load_state_dict(ck["opt_v"])
-            lit.set_rng_state(self.rng, ck["rng"])
-        self.episodes, self.steps = int(ck["episodes"]), int(ck["steps"])
-        self.elapsed_s, self.best_jct_s = float(ck["elapsed_s"]), float(ck["best_jct_s"])
-        self.sl_done = bool(ck["sl_done"])
+    def warm_up(self) -> None:
+        if not self.sl_done and self.cfg.sl_episodes > 0:
+            self.supervised()
+            self.save()
 
     # -- supervised warm-up on DRF
     def supervised(self) -> None:
@@ -691,8 +593,7 @@ class Trainer:
                                                  replace=False)]
         teacher = DL2Scheduler(net=self.net, cfg=cfg, act="drf")
         t0 = time.time()
-        eps = [run_episode(self.pool, s, teacher, cfg, True, cfg.horizon_h * HOUR if cfg.horizon_h else None)
-               for s in seeds]
+        eps = [run_episode(self.pool, s, teacher, cfg, True, self.horizon_s()) for s in seeds]
         valid = run_episode(self.pool, cfg.valid_seeds[0], teacher, cfg, True, None)
         X = np.concatenate([e.states for e in eps])
         M = np.concatenate([e.masks for e in eps])
@@ -702,18 +603,14 @@ class Trainer:
         opt = torch.optim.Adam(self.net.policy_params(), lr=cfg.sl_lr)
         vx = torch.from_numpy(valid.states.astype(np.float32))
         vm, va = torch.from_numpy(valid.masks), torch.from_numpy(valid.actions)
+
+        def cross_entropy(idx: np.ndarray) -> torch.Tensor:
+            d = MaskedCategorical(self.net.logits(torch.from_numpy(X[idx].astype(np.float32))),
+                                  torch.from_numpy(M[idx]))
+            return -d.log_prob(torch.from_numpy(A[idx])).mean()
+
         for epoch in range(cfg.sl_epochs):
-            order = self.rng.permutation(A.size)
-            losses = []
-            for s in range(0, A.size, cfg.sl_minibatch):
-                idx = order[s:s + cfg.sl_minibatch]
-                x = torch.from_numpy(X[idx].astype(np.float32))
-                d = MaskedCategorical(self.net.logits(x), torch.from_numpy(M[idx]))
-                loss = -d.log_prob(torch.from_numpy(A[idx])).mean()
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.detach()))
+            losses = self.descend(opt, A.size, cfg.sl_minibatch, cross_entropy)
             with torch.no_grad():
                 d = MaskedCategorical(self.net.logits(vx), vm)
                 acc = float((d.greedy() == va).float().mean())
@@ -724,15 +621,13 @@ class Trainer:
         # advantages are not measured against an untrained value.
         G = np.concatenate([self.advantages(e, lam=1.0)[1] for e in eps]).astype(np.float32)
         vg = torch.from_numpy(self.advantages(valid, lam=1.0)[1].astype(np.float32))
+
+        def value_error(idx: np.ndarray) -> torch.Tensor:
+            x = torch.from_numpy(X[idx].astype(np.float32))
+            return (self.net.value_of(x) - torch.from_numpy(G[idx]) / cfg.value_scale).pow(2).mean()
+
         for _ in range(max(cfg.sl_epochs // 3, 1)):
-            order = self.rng.permutation(A.size)
-            for s in range(0, A.size, cfg.sl_minibatch):
-                idx = order[s:s + cfg.sl_minibatch]
-                x = torch.from_numpy(X[idx].astype(np.float32))
-                vf = (self.net.value_of(x) - torch.from_numpy(G[idx]) / cfg.value_scale).pow(2).mean()
-                self.opt_v.zero_grad()
-                vf.backward()
-                self.opt_v.step()
+            self.descend(self.opt_v, A.size, cfg.sl_minibatch, value_error)
         with torch.no_grad():
             vloss = float((self.net.value_of(vx) - vg / cfg.value_scale).pow(2).mean())
             var = float((vg / cfg.value_scale).var())
@@ -741,36 +636,6 @@ class Trainer:
         self.save("sl.pt")
 
     # -- actor-critic with experience replay
-    def update(self) -> dict[str, float]:
-        cfg = self.cfg
-        stats: dict[str, list[float]] = {"pg": [], "vf": [], "ent": []}
-        for _ in range(cfg.updates):
-            b = self.replay.sample(cfg.minibatch, self.rng)
-            x = torch.from_numpy(b["x"].astype(np.float32))
-            g = torch.from_numpy(b["g"].astype(np.float32)) / cfg.value_scale
-            v = self.net.value_of(x)
-            adv = torch.from_numpy(b["adv"].astype(np.float32))
-            adv = (adv - adv.mean()) / (adv.std() + 1e-8)
-            d = MaskedCategorical(self.net.logits(x), torch.from_numpy(b["m"]))
-            logp = d.log_prob(torch.from_numpy(b["a"]))
-            # truncated importance weights (ACER): replayed and explored actions count as
-            # much as the current policy would take them, at most once
-            w = (logp.detach() - torch.from_numpy(b["mu"]).clamp(min=1e-8).log()).exp().clamp(max=cfg.is_clip)
-            pg = -(w * adv * logp).mean()
-            ent = d.entropy().mean()
-            self.opt_pi.zero_grad()
-            (pg - cfg.entropy * ent).backward()
-            nn.utils.clip_grad_norm_(self.net.policy_params(), 1.0)
-            self.opt_pi.step()
-            vf = (g - v).pow(2).mean()
-            self.opt_v.zero_grad()
-            vf.backward()
-            self.opt_v.step()
-            stats["pg"].append(float(pg.detach()))
-            stats["vf"].append(float(vf.detach()))
-            stats["ent"].append(float(ent.detach()))
-        return {k: float(np.mean(v)) for k, v in stats.items()}
-
     def advantages(self, ep: Episode, lam: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """GAE over the episode's inferences. A decision point's reward comes
         after its last inference; the discount is gamma per ``slot_min`` of
@@ -787,7 +652,7 @@ class Trainer:
         with torch.no_grad():
             V = self.net.value_of(torch.from_numpy(ep.states.astype(np.float32))).numpy().astype(np.float64)
         V *= cfg.value_scale
-        T, P, n = ep.rewards.size, ep.point_of, ep.actions.size
+        T, P = ep.rewards.size, ep.point_of
         logd = np.log(cfg.gamma) * ep.dts / (cfg.slot_min * 60.0)  # log discount of each point's step
         L = np.concatenate([[0.0], np.cumsum(logd)])  # log discount from the start to each point
         C = np.concatenate([[0.0], np.cumsum(np.exp(L[:-1]) * ep.rewards)])
@@ -797,59 +662,22 @@ class Trainer:
         seg = np.where(last, (C[nxt] - C[P]) * np.exp(-L[P]), 0.0)  # rewards between inference i and i+1
         phi = cfg.shaping_h * ep.potential
         phi_next = np.where(last, 0.0, np.append(phi[1:], 0.0))
-        r = seg + phi_next - phi
-        Vn = np.append(V[1:], 0.0)
-        delta = r + disc * Vn - V
-        adv = np.zeros(n)
-        acc = 0.0
-        for i in range(n - 1, -1, -1):
-            acc = delta[i] + disc[i] * lam * acc
-            adv[i] = acc
+        adv = returns.gae(seg + phi_next - phi, V, np.append(V[1:], 0.0), disc, lam)
         return adv, adv + V
 
-    def episode(self, frac: float) -> dict[str, Any]:
-        cfg = self.cfg
-        sched = DL2Scheduler(net=self.net, cfg=cfg, act="sample")
-        sched.rng = np.random.default_rng(int(self.rng.integers(2**63)))
-        sched.epsilon = cfg.epsilon + (cfg.epsilon_end - cfg.epsilon) * min(frac, 1.0)
-        wseed = int(self.rng.choice(cfg.train_seeds))
-        t0 = time.time()
-        ep = run_episode(self.pool, wseed, sched, cfg, True, cfg.horizon_h * HOUR if cfg.horizon_h else None)
-        t_roll = time.time() - t0
+    def rollout(self, wseed: int, sched: Any) -> Episode:
+        return run_episode(self.pool, wseed, sched, self.cfg, True, self.horizon_s())
+
+    def remember(self, ep: Episode) -> None:
         if ep.actions.size:
             adv, target = self.advantages(ep)
             self.replay.add(x=ep.states, m=ep.masks, a=ep.actions, g=target.astype(np.float32),
                             adv=adv.astype(np.float32), mu=ep.mu)
-        self.steps += int(ep.actions.size)
-        self.episodes += 1
-        stats = self.update() if self.replay.size >= cfg.minibatch else {"pg": math.nan, "vf": math.nan,
-                                                                           "ent": math.nan}
-        return {"episode": self.episodes, "seed": wseed, "inferences": int(ep.actions.size),
-                "return": float(ep.rewards.sum()), "epsilon": sched.epsilon, "rollout_s": round(t_roll, 1),
-                **stats}
 
-    def run(self, progress: Any = None) -> dict[str, Any]:
-        cfg = self.cfg
-        start, base = time.time(), self.elapsed_s
-        if not self.sl_done and cfg.sl_episodes > 0:
-            self.supervised()
-            self.save()
-        return lit.actor_critic_loop(self, lambda: evaluate(self.pool, self.net, cfg, cfg.valid_seeds), METRICS,
-                                     progress, start, base)
+    def forward(self, b: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+        x = torch.from_numpy(b["x"].astype(np.float32))
+        g = torch.from_numpy(b["g"].astype(np.float32)) / self.cfg.value_scale
+        return self.net.logits(x), torch.from_numpy(b["m"]), self.net.value_of(x), g
 
-
-def export(src: str | Path, dst: str | Path) -> None:
-    """A checkpoint's weights alone, in float16 (what is shipped)."""
-    lit.export(dst, KIND, load_checkpoint(src), ("sl_done",))
-
-
-def train_command(*, scenario: str, out: Path, minutes: float | None, steps: int | None, workers: int,
-                  seeds: list[int] | None, overrides: list[str], resume: bool, seed: int, init: Path | None,
-                  backend: str, log: Any, configure: Callable[[Any], None] | None = None) -> int:
-    """``hrlsched train --agent dl2``: DRF warm-up, then actor-critic; writes
-    ``config.yaml``, ``metrics.csv``, ``sl.pt``, ``best.pt`` (greedy, lowest
-    avg JCT on seeds 100-104) and ``last.pt`` (``--resume``)."""
-    return lit.train_command("dl2", DL2Config, Trainer, ("inferences", "inferences"), scenario=scenario, out=out,
-                             minutes=minutes, steps=steps, workers=workers, seeds=seeds, overrides=overrides,
-                             resume=resume, seed=seed, init=init, backend=backend, log=log,
-                             configure=configure)
+    def evaluate(self) -> float:
+        return evaluate(self.pool, self.net, self.cfg, self.cfg.valid_seeds)

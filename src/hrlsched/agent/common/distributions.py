@@ -1,4 +1,5 @@
-"""Masked categorical distributions.
+"""Masked categorical distributions (torch, for training; numpy, for the
+decisions inside the engine).
 
 The mask lives inside the distribution: logits of forbidden actions are
 replaced by ``-inf`` *before* the softmax, and the same masked logits are
@@ -10,6 +11,7 @@ on invalid actions.)
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -44,3 +46,17 @@ class MaskedCategorical:
         # replaced before the product so that neither value nor gradient is nan
         lp = torch.where(self.mask, self.log_p, torch.zeros_like(self.log_p))
         return -(p * lp).sum(-1)
+
+
+def masked_logits(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """-inf on the masked actions, before any softmax (DL2's code masked the
+    probabilities after it): ``MaskedCategorical``'s rule in numpy, for the
+    decisions made inside the engine."""
+    return np.where(mask, logits, -np.inf)
+
+
+def masked_softmax(logits: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    z = masked_logits(logits, mask)
+    z = z - z.max()
+    p = np.exp(z)
+    return p / p.sum()

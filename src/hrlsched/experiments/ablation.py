@@ -1,0 +1,98 @@
+"""The agent's rules without what it learned, built from its own
+checkpoint: the baselines that say what the network adds.
+
+A level-1 checkpoint with a hint (as the shipped one) scores each
+allocation slot as (``agent.nets.HRLNet.heads``)
+
+    learned candidate scorer  +  gap x (speed gap to the hint's slot, at the hint's worker count)
+                              +  bonus x (the slot is the hint's)
+
+- **rules-only**: the learned scorer silenced (its last layer,
+  ``cand.2.weight`` and ``cand.2.bias``, zeroed), the hand-set ``gap`` and
+  ``bonus`` kept: the hint's slot, or at its worker count another
+  architecture, mode or PS count predicted to progress faster;
+- **hint alone**: ``gap`` zeroed too: the hint's slot at every choice, i.e.
+  the hint heuristic with the checkpoint's hint options and placement (the
+  same runs as ``ComposedScheduler(optimus(**hint_options), pack)``, to
+  float rounding). Its ``bonus`` is set to 1 rather than zeroed: with every
+  other score zero, a positive weight on the hint's slot is what makes it
+  the one maximum (all zero, the first valid slot, *wait*, would win).
+
+Each is written next to the runs that use it, named by the source file's
+content (a changed checkpoint gives new files, hence new runs)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from pathlib import Path
+from typing import Any
+
+SCORER = ("cand.2.weight", "cand.2.bias")  # the last layer of the learned candidate scorer
+GAP, BONUS = "gap", "bonus"
+RULES_ONLY, HINT_ALONE = "rules-only", "hint-alone"
+
+
+class AblationError(ValueError):
+    """A checkpoint that these ablations cannot be built from, with the reason."""
+
+
+def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]:
+    """``ck`` (a loaded agent checkpoint) with its learned candidate scorer silenced."""
+    import torch
+
+    sd = ck["state_dict"]
+    missing = [k for k in SCORER if k not in sd]
+    if missing:
+        raise AblationError(f"{source}: no learned candidate scorer to silence (state_dict lacks "
+                            f"{', '.join(missing)}; expected a network that allocates, as hrl-default.pt)")
+    if not ck["env_kwargs"].get("hint"):
+        raise AblationError(f"{source}: trained without a hint (env_kwargs has no 'hint'): it has no rules "
+                            "to keep once its scorer is silenced")
+    out = copy.copy(ck)
+    out["state_dict"] = {**sd, **{k: torch.zeros_like(sd[k]) for k in SCORER}}
+    out["ablation"] = RULES_ONLY
+    return out
+
+
+def hint_alone(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]:
+    """``ck`` playing its hint's slot at every choice (see the module's docstring)."""
+    import torch
+
+    out = rules_only(ck, source)
+    sd = dict(out["state_dict"])
+    if GAP in sd:
+        sd[GAP] = torch.zeros_like(sd[GAP])
+    sd[BONUS] = torch.ones(())
+    net = copy.deepcopy(out["net"])
+    net["net"]["hint_bonus"] = True  # a network without the weight gets it
+    out.update(state_dict=sd, net=net, ablation=HINT_ALONE)
+    return out
+
+
+def describe_hint(ck: dict[str, Any]) -> str:
+    """The hint heuristic that ``hint_alone`` plays, e.g. ``optimus(remaining_weight=1.25, ...)+pack``."""
+    kw = ck["env_kwargs"]
+    opts = ", ".join(f"{k}={v}" for k, v in kw.get("hint_options", {}).items())
+    return f"{kw.get('hint')}({opts})+{kw.get('placement', 'pack')}"
+
+
+def source_tag(path: Path) -> str:
+    """The first 12 hex digits of the file's SHA-256."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()[:12]
+
+
+def ablated_checkpoints(checkpoint: Path, folder: Path) -> dict[str, Path]:
+    """Write (once) the rules-only and hint-alone checkpoints of
+    ``checkpoint`` into ``folder``; their paths by label."""
+    from hrlsched.experiments import learned
+
+    ck = learned.load(checkpoint)
+    tag = source_tag(checkpoint)
+    out = {}
+    for label, make in ((RULES_ONLY, rules_only), (HINT_ALONE, hint_alone)):
+        path = folder / f"{label}-{tag}.pt"
+        if not path.is_file():
+            learned.save(path, {**make(ck, str(checkpoint)), "ablated_from": str(checkpoint)})
+        out[label] = path
+    return out

@@ -1,0 +1,342 @@
+"""The agent's quality, paired by seed: one table of the agent, its
+ablations (``experiments.ablation``: rules-only, hint alone), the
+heuristics, optionally the RL schedulers of the literature rebuilt here
+(DL2, Harmony), and the lower bound (``experiments.bound``), each with its
+mean average JCT and 95% interval over the seeds, and its paired
+difference to the agent (agent minus row, seed by seed, with its 95%
+t-interval) and the seeds where the agent is faster.
+
+Evaluation seeds are 0..99 (training uses 1000 and up, validation
+100..199). The runs are kept under ``out/runs/<row>/seed<N>`` as
+``hrlsched compare`` keeps them, and a run already there with the same
+config is reused (an interrupted evaluation resumes); every checkpoint the
+runs load is copied there too, named by its content, so that a changed
+checkpoint never reuses an older run. The best heuristic of the scenario
+(lowest mean, chosen after the fact: the agent is not told) is marked, and
+so are the oracles (schedulers given the true remaining work).
+
+With the rivals, each is also set against the baselines of its paper on
+the same seeds: DL2 against DRF (placed by ``pack``, and by ``balance``,
+DL2's own least-loaded rule, so that only the allocations differ);
+Harmony (a placement) against its allocation placed by ``pack``,
+``topology`` and ``random``; each also against any heuristic row of the
+same allocation (e.g. ``--policies fifo+balance`` for Harmony)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from hrlsched.experiments.ablation import HINT_ALONE, RULES_ONLY, describe_hint
+
+AGENT = "hrl"
+BOUND = "lower bound"
+HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
+              "fifo"]
+RIVALS = ("dl2", "harmony")
+DL2_BASELINES = ("drf", "drf+balance")
+HARMONY_PLACEMENTS = ("pack", "topology", "random")
+LEARNED = {AGENT, *RIVALS}
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``0-19`` (a range, both ends included), ``0,3,5``, or both mixed
+    (``0-4,10``) -> the seeds, in order; ValueError naming what is wrong."""
+    expected = "expected seeds as a range or a list of integers >= 0, e.g. 0-19 or 0,3,5"
+    seeds: list[int] = []
+    for part in (p.strip() for p in str(text).split(",")):
+        lo, dash, hi = part.partition("-")
+        try:
+            a = int(lo)
+            b = int(hi) if dash else a
+        except ValueError:
+            raise ValueError(f"--seeds {text!r}: {part!r} is not a seed or a range; {expected}") from None
+        if a < 0 or b < 0 or not lo.strip().isdigit():
+            raise ValueError(f"--seeds {text!r}: {part!r}: {expected}")
+        if b < a:
+            raise ValueError(f"--seeds {text!r}: the range {part!r} ends before it starts")
+        seeds.extend(range(a, b + 1))
+    dup = sorted({s for s in seeds if seeds.count(s) > 1})
+    if dup:
+        raise ValueError(f"--seeds {text!r}: seed(s) {', '.join(map(str, dup))} named more than once")
+    return seeds
+
+
+def seeds_text(seeds: list[int]) -> str:
+    """The shortest ``parse_seeds`` text for ``seeds``."""
+    parts, i = [], 0
+    while i < len(seeds):
+        j = i
+        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
+            j += 1
+        parts.append(str(seeds[i]) if j == i else f"{seeds[i]}-{seeds[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+def _checked_policies(heuristics: list[str]) -> dict[str, bool]:
+    """Each heuristic -> whether it is an oracle; bad names refused."""
+    from hrlsched.policies.registry import make_scheduler
+
+    if not heuristics:
+        raise ValueError("--policies: expected at least one heuristic, e.g. optimus+pack,fifo")
+    dup = sorted({p for p in heuristics if heuristics.count(p) > 1})
+    if dup:
+        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
+    learned = [p for p in heuristics if p.partition("+")[0] in LEARNED]
+    if learned:
+        raise ValueError(f"--policies: {', '.join(learned)} is learned, not a heuristic (the agent is a row of its "
+                         "own; --rivals adds dl2 and harmony)")
+    return {p: bool(getattr(make_scheduler(p), "oracle", False)) for p in heuristics}
+
+
+def _copy_checkpoint(src: Path, folder: Path, label: str) -> Path:
+    """``src`` copied (once, whole) into ``folder`` under a name of its content."""
+    from hrlsched.experiments.ablation import source_tag
+    from hrlsched.io import atomic_write
+
+    dst = folder / f"{label}-{source_tag(src)}.pt"
+    if not dst.is_file():
+        atomic_write(dst, lambda tmp: shutil.copyfile(src, tmp))
+    return dst
+
+
+def evaluate(
+    scenario: str,
+    seeds: list[int],
+    out: str | Path,
+    checkpoint: str | Path | None = None,
+    heuristics: list[str] | None = None,
+    rivals: bool = False,
+    ablate: bool = True,
+    overrides: list[str] | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    rival_checkpoints: dict[str, str | Path] | None = None,
+) -> dict[str, Any]:
+    """Run (or reuse) every row's runs, write ``evaluation.csv`` and
+    ``evaluation.json`` in ``out``, and return the evaluation (see
+    ``evaluation.json``: ``rows``, ``rivals``, ``departures``).
+    ``rival_checkpoints``: DL2's or Harmony's weights by name (default:
+    the shipped ones)."""
+    from hrlsched.config import dump_run_config, resolve_run_config
+    from hrlsched.experiments import learned
+    from hrlsched.experiments.ablation import ablated_checkpoints
+    from hrlsched.experiments.compare import bounds, run_all
+    from hrlsched.outdir import check_writable
+    from hrlsched.workload.data import check_data
+
+    out = Path(out)
+    if not seeds:
+        raise ValueError("--seeds: expected at least one seed")
+    heuristics = list(HEURISTICS if heuristics is None else heuristics)
+    oracle = _checked_policies(heuristics)
+    overrides = list(overrides or [])
+    # a bad scenario or override, or missing data, fails before any file is written
+    scen = resolve_run_config(scenario, None, None, overrides).scenario
+    check_data(scen.name, list(scen.needs_data))
+    check_writable(out)
+    source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
+    try:
+        learned.load(source)
+    except learned.CheckpointError as e:
+        raise ValueError(str(e)) from None
+    folder = out / "checkpoints"
+    cks = ablated_checkpoints(source, folder) if ablate else {}  # first: a checkpoint without them writes nothing
+    cks[AGENT] = _copy_checkpoint(source, folder, AGENT)
+    rival_cks = {k: Path(v) for k, v in (rival_checkpoints or {}).items()}
+    baselines: dict[str, list[str]] = {}
+    if rivals:
+        for r in RIVALS:
+            if r in rival_cks:
+                cks[r] = _copy_checkpoint(rival_cks[r], folder, r)
+        harmony_alloc = learned.harmony_allocation(rival_cks.get("harmony"))
+        baselines = {"dl2": list(DL2_BASELINES), "harmony": [f"{harmony_alloc}+{p}" for p in HARMONY_PLACEMENTS]}
+        for r, alloc in (("dl2", "drf"), ("harmony", harmony_alloc)):  # and the heuristics of the same allocation
+            baselines[r] += [h for h in heuristics if h.partition("+")[0] == alloc and h not in baselines[r]]
+
+    labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics]
+    if rivals:
+        labels += [*RIVALS, *(b for bs in baselines.values() for b in bs if b not in heuristics)]
+    labels = list(dict.fromkeys(labels))
+
+    def config(label: str, seed: int) -> Any:
+        policy = AGENT if label in (RULES_ONLY, HINT_ALONE) else label
+        ck = [f"checkpoint={cks[label].resolve()}"] if label in cks else []
+        return resolve_run_config(scenario, policy, seed, [*overrides, *ck])
+
+    runs = [(label, config(label, s)) for label in labels for s in seeds]
+    results = run_all(runs, out, workers, progress)
+    jct = {label: np.array([results[(label, s)]["avg_jct_s"] for s in seeds], dtype=float) for label in labels}
+    unfinished = {label: sum(int(results[(label, s)]["jobs_total"]) - int(results[(label, s)]["jobs_completed"])
+                             for s in seeds) for label in labels}
+    agent_cfgs = [c for label, c in runs if label == AGENT]
+    jct[BOUND] = np.array(bounds(agent_cfgs), dtype=float)
+    best = min(heuristics, key=lambda p: jct[p].mean())
+    kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
+             **({r: "rival" for r in RIVALS} if rivals else {}), BOUND: "bound"}
+    rows = [_row(label, kinds[label], jct[label], jct[AGENT], oracle.get(label, False), label == best,
+                 unfinished.get(label, 0))
+            for label in [*(lb for lb in labels if lb in kinds), BOUND]]
+    departures = None
+    if ablate:
+        departures = _departures(out, scenario, overrides, agent_cfgs[0], cks[AGENT], dump_run_config)
+    ev = {
+        "scenario": scenario, "overrides": overrides, "seeds": seeds, "checkpoint": str(source),
+        "best_heuristic": best, "hint": describe_hint(learned.load(source)) if ablate else None, "rows": rows,
+        "rivals": [_paired(r, b, jct[r], jct[b]) for r, bs in baselines.items() for b in bs],
+        "departures": departures,
+    }
+    _write(out, ev)
+    return ev
+
+
+def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, oracle: bool, best: bool,
+         unfinished: int) -> dict[str, Any]:
+    from hrlsched.experiments.compare import interval
+
+    mean, half = interval(list(v))
+    d = agent - v
+    dm, dh = interval(list(d)) if kind != "agent" else (float("nan"), float("nan"))
+    return {
+        "row": label, "kind": kind, "oracle": oracle, "best_heuristic": best, "unfinished_jobs": unfinished,
+        "avg_jct_s": mean, "avg_jct_s_ci95": half, "agent_minus_row_s": dm, "agent_minus_row_s_ci95": dh,
+        "agent_wins": int((agent < v).sum()), "per_seed_avg_jct_s": [float(x) for x in v],
+    }
+
+
+def _paired(rival: str, baseline: str, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
+    """A rival against one baseline of its paper, paired by seed."""
+    from hrlsched.experiments.compare import interval
+
+    d = a - b
+    dm, dh = interval(list(d))
+    return {"rival": rival, "baseline": baseline, "rival_avg_jct_s": float(a.mean()), "baseline_avg_jct_s": float(b.mean()),
+            "diff_s": dm, "diff_s_ci95": dh, "diff_min_s": float(d.min()), "diff_max_s": float(d.max()),
+            "rival_wins": int((d < 0).sum()), "seeds": int(d.size)}
+
+
+def _departures(out: Path, scenario: str, overrides: list[str], cfg: Any, checkpoint: Path,
+                dump: Callable[[Any], dict[str, Any]]) -> dict[str, Any]:
+    """``experiments.explain``'s counts on the first seed, kept in ``out``
+    for the same run config (which names the checkpoint by its content)."""
+    from hrlsched.experiments.explain import explain
+    from hrlsched.io import write_json
+
+    path = out / f"departures-seed{cfg.seed}.json"
+    key = dump(cfg)
+    if path.is_file():
+        try:
+            kept = json.loads(path.read_text())
+            if kept.get("config") == key:
+                return dict(kept["departures"])
+        except (ValueError, KeyError):
+            pass
+    d = explain(scenario, cfg.seed, checkpoint, overrides, examples=0)
+    write_json(path, {"config": key, "departures": d})
+    return d
+
+
+COLUMNS = ["row", "kind", "oracle", "best_heuristic", "unfinished_jobs", "avg_jct_s", "avg_jct_s_ci95",
+           "agent_minus_row_s", "agent_minus_row_s_ci95", "agent_wins"]
+
+
+def _write(out: Path, ev: dict[str, Any]) -> None:
+    from hrlsched.io import write_json, write_text
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow([*COLUMNS, "seeds"])
+    for r in ev["rows"]:
+        w.writerow([_cell(r[c]) for c in COLUMNS] + [len(ev["seeds"])])
+    write_text(out / "evaluation.csv", buf.getvalue())
+    write_json(out / "evaluation.json", ev)
+
+
+def _cell(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, float):
+        return "" if v != v else f"{v:.6g}"
+    return str(v)
+
+
+def _pm(v: float, h: float, signed: bool = False) -> str:
+    if v != v:
+        return "-"
+    s = f"{v / 3600:+.3f}" if signed else f"{v / 3600:.3f}"
+    return s + ("" if h != h else f" ± {h / 3600:.3f}")
+
+
+def _cells(ev: dict[str, Any], r: dict[str, Any]) -> list[str]:
+    n = len(ev["seeds"])
+    notes = [n for n, on in (("best heuristic", r["best_heuristic"]), ("oracle", r["oracle"]),
+                             (f"{r['unfinished_jobs']} jobs unfinished", r["unfinished_jobs"] > 0)) if on]
+    own = r["kind"] == "agent"
+    return [r["row"], _pm(r["avg_jct_s"], r["avg_jct_s_ci95"]),
+            "" if own else _pm(r["agent_minus_row_s"], r["agent_minus_row_s_ci95"], signed=True),
+            "" if own or r["kind"] == "bound" else f"{r['agent_wins']}/{n}", ", ".join(notes)]
+
+
+HEADER = ["row", "avg JCT (h)", "agent − row (h)", "agent faster", "note"]
+
+
+def _title(ev: dict[str, Any]) -> str:
+    sets = f" ({' '.join(ev['overrides'])})" if ev["overrides"] else ""
+    return (f"Scenario `{ev['scenario']}`{sets}, seeds {seeds_text(ev['seeds'])}, checkpoint "
+            f"`{Path(ev['checkpoint']).name}`: average JCT in hours, mean ± 95% interval over the seeds; "
+            "agent − row paired by seed (negative: the agent is faster), with the seeds where it is.")
+
+
+def format_table(ev: dict[str, Any]) -> str:
+    """The table as plain text, then the rivals against their baselines and
+    the agent's departures from its rules on the first seed."""
+    cells = [HEADER, *(_cells(ev, r) for r in ev["rows"])]
+    width = [max(len(c[i]) for c in cells) for i in range(len(HEADER))]
+    lines = [_title(ev).replace("`", "")]
+    lines += ["  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, width))).rstrip()
+              for row in cells]
+    if ev["hint"]:
+        lines.append(f"{RULES_ONLY}: the checkpoint with its learned scorer silenced, its hint rules kept; "
+                     f"{HINT_ALONE}: its hint alone, {ev['hint']}")
+    lines += _rival_lines(ev)
+    d = ev["departures"]
+    if d is not None:
+        n = max(d["choices"], 1)
+        departed = d["choices"] - d["counts"].get("same as the rules", 0)
+        lines.append(f"the agent departs from its rules (rules-only) at {departed} of {d['choices']} level-1 choices "
+                     f"({100 * departed / n:.1f}%) on seed {d['seed']}"
+                     + "".join(f"; {k} {c}" for k, c in d["counts"].items() if k != "same as the rules")
+                     + " (hrlsched explain for examples)")
+    return "\n".join(lines)
+
+
+def _rival_lines(ev: dict[str, Any]) -> list[str]:
+    out = []
+    for p in ev["rivals"]:
+        out.append(f"{p['rival']} vs {p['baseline']}: {p['rival_avg_jct_s'] / 3600:.3f} h against "
+                   f"{p['baseline_avg_jct_s'] / 3600:.3f} ({(p['rival_avg_jct_s'] / p['baseline_avg_jct_s'] - 1) * 100:+.1f}%), "
+                   f"{p['rival']} faster on {p['rival_wins']}/{p['seeds']} seeds (paired difference "
+                   f"{_pm(p['diff_s'], p['diff_s_ci95'], signed=True)} h (95%), min {p['diff_min_s'] / 3600:+.3f}, "
+                   f"max {p['diff_max_s'] / 3600:+.3f})")
+    return out
+
+
+def markdown(ev: dict[str, Any]) -> str:
+    """The table as markdown, the rivals' lines below it."""
+    lines = [_title(ev), "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(ev, r)) + " |" for r in ev["rows"]]
+    rl = _rival_lines(ev)
+    if ev["hint"]:
+        rl.insert(0, f"{RULES_ONLY}: the checkpoint with its learned scorer silenced, its hint rules kept; "
+                     f"{HINT_ALONE}: its hint alone, `{ev['hint']}`")
+    if rl:
+        lines += ["", *(f"- {x}" for x in rl)]
+    return "\n".join(lines) + "\n"

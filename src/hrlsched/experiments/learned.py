@@ -1,0 +1,58 @@
+"""The parts of the learned schedulers (``hrlsched.agent``, and the rivals
+rebuilt from the literature, ``hrlsched.rivals``) that the experiments use:
+the agent's checkpoints and its level-1 candidate scorer, DL2's decision
+points and Harmony's checkpoint. The one module of ``hrlsched.experiments``
+that imports them, so that a move there is followed here only. Needs torch
+(the ``rl`` extra)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from hrlsched.agent.checkpoint import build_net, load
+from hrlsched.agent.common.checkpoint import save
+from hrlsched.agent.common.checkpoint import shipped_checkpoint as shipped
+from hrlsched.agent.policy import SHIPPED, CandidateScorer, HRLScheduler
+from hrlsched.errors import CheckpointError
+
+__all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "dl2_against_drf",
+           "harmony_allocation", "load", "save", "score_with", "shipped_checkpoint"]
+
+
+def shipped_checkpoint() -> Path:
+    """The agent's checkpoint shipped in the package."""
+    return shipped(SHIPPED)
+
+
+def score_with(sched: HRLScheduler, scorer: Any) -> None:
+    """Have ``sched`` score its level-1 candidates with ``scorer`` (an object
+    with ``CandidateScorer``'s ``point`` and ``score``) instead of its own
+    network's: how ``experiments.explain`` watches each choice."""
+    sched._scorer = scorer
+
+
+def harmony_allocation(checkpoint: str | Path | None) -> str:
+    """The allocation policy that gives Harmony's jobs their workers and PSs
+    (the one its checkpoint was trained with)."""
+    from hrlsched.rivals.harmony import CHECKPOINTS
+
+    return str(CHECKPOINTS.load(checkpoint or shipped(CHECKPOINTS.shipped))["config"]["allocation"])
+
+
+def dl2_against_drf(checkpoint: str | Path | None) -> tuple[Any, Any]:
+    """A DL2 scheduler (``checkpoint``; None: the shipped one) and a function
+    ``(view) -> (DL2's allocations, DRF's)`` that builds, in the same state,
+    the allocations of DL2's network and of its teacher (DRF's increments in
+    DL2's action space), each as ``{job id: Allocation}``."""
+    from hrlsched.rivals import dl2
+
+    sched = dl2.DL2Scheduler(checkpoint)
+
+    def allocations(view: Any, choose: Any) -> dict[int, Any]:
+        pt = dl2.Point(view, sched.cfg, sched.cache, sched.profiles)
+        while not pt.done:
+            pt.act(choose(pt))
+        return pt.allocations()
+
+    return sched, lambda view: (allocations(view, sched.choose), allocations(view, lambda pt: pt.drf_action()))

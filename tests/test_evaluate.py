@@ -1,0 +1,191 @@
+"""``hrlsched evaluate``, ``explain``, ``reproduce pollux-sim`` and
+``compare --markdown``: the agent against its ablations (built from its own
+checkpoint), the heuristics and the bound, paired by seed; where it departs
+from its rules; tables written as markdown with the command that made them."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+torch = pytest.importorskip("torch")
+
+from hrlsched.cli import app  # noqa: E402
+from hrlsched.experiments import ablation  # noqa: E402
+from hrlsched.experiments.evaluate import parse_seeds, seeds_text  # noqa: E402
+
+TINY = ["--set", "workload.jobs=12", "--set", "workload.duration_h=0.5"]
+
+
+class Result:
+    """A command's exit code and output, its lines unwrapped (rich wraps errors)."""
+
+    def __init__(self, r) -> None:  # noqa: ANN001
+        self.exit_code, self.raw, self.output = r.exit_code, r.output, " ".join(r.output.split())
+
+
+def invoke(*args: str) -> Result:
+    return Result(CliRunner().invoke(app, list(args)))
+
+
+@pytest.mark.parametrize("cmd", [["evaluate"], ["explain"], ["reproduce", "pollux-sim"]])
+def test_help_parses(cmd: list[str]) -> None:
+    r = invoke(*cmd, "--help")
+    assert r.exit_code == 0 and "Usage" in r.output, r.output
+
+
+def test_seeds_text_is_parsed_and_bad_text_refused() -> None:
+    assert parse_seeds("0-4") == [0, 1, 2, 3, 4]
+    assert parse_seeds("0,3,5") == [0, 3, 5]
+    assert parse_seeds("0-2,10") == [0, 1, 2, 10]
+    assert seeds_text([0, 1, 2, 10, 12, 13]) == "0-2,10,12-13"
+    for bad, why in [("0-x", "not a seed or a range"), ("4-1", "ends before it starts"), ("1,1", "more than once"),
+                     ("", "not a seed"), ("-3", "expected seeds"), ("1.5", "not a seed")]:
+        with pytest.raises(ValueError, match=why):
+            parse_seeds(bad)
+    r = invoke("evaluate", "--seeds", "0-x")
+    assert r.exit_code == 2 and "--seeds" in r.output and "0-19" in r.output, r.output
+
+
+def test_ablations_are_built_from_the_checkpoint(tmp_path: Path) -> None:
+    from hrlsched.experiments import learned
+
+    ck = learned.load(learned.shipped_checkpoint())
+    rules, hint = ablation.rules_only(ck), ablation.hint_alone(ck)
+    for k in ablation.SCORER:
+        assert not rules["state_dict"][k].any() and not hint["state_dict"][k].any() and ck["state_dict"][k].any()
+    assert torch.equal(rules["state_dict"]["gap"], ck["state_dict"]["gap"]) and float(rules["state_dict"]["gap"]) != 0
+    assert torch.equal(rules["state_dict"]["bonus"], ck["state_dict"]["bonus"])
+    assert float(hint["state_dict"]["gap"]) == 0 and float(hint["state_dict"]["bonus"]) == 1
+    bare = {**ck, "state_dict": {k: v for k, v in ck["state_dict"].items() if k != "cand.2.bias"}}
+    with pytest.raises(ablation.AblationError, match="cand.2.bias"):
+        ablation.rules_only(bare)
+    with pytest.raises(ablation.AblationError, match="hint"):
+        ablation.rules_only({**ck, "env_kwargs": {}})
+    paths = ablation.ablated_checkpoints(learned.shipped_checkpoint(), tmp_path)
+    assert sorted(paths) == [ablation.HINT_ALONE, ablation.RULES_ONLY]
+    assert all(p.is_file() and ablation.source_tag(learned.shipped_checkpoint()) in p.name for p in paths.values())
+
+
+def test_hint_alone_is_the_hint_heuristic(tmp_path: Path) -> None:
+    """The hint-alone checkpoint runs as ``optimus`` with the checkpoint's
+    hint options placed by ``pack`` (benchmarks/hrl_quality.py's hint alone),
+    to float rounding."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.experiments import learned
+    from hrlsched.policies.base import ComposedScheduler
+    from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
+    from hrlsched.run import simulate
+
+    sets = ["workload.jobs=20", "workload.duration_h=1"]
+    path = ablation.ablated_checkpoints(learned.shipped_checkpoint(), tmp_path)[ablation.HINT_ALONE]
+    a = simulate(resolve_run_config("default", "hrl", 1, [*sets, f"checkpoint={path}"])).finish_s
+    kw = learned.load(path)["env_kwargs"]
+    hint = ComposedScheduler(ALLOCATIONS[kw["hint"]].factory(**kw["hint_options"]), PLACEMENTS[kw["placement"]].factory())
+    b = simulate(resolve_run_config("default", "fifo", 1, sets), scheduler=hint).finish_s
+    np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_evaluate_writes_the_table_and_reuses_its_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    out, md = tmp_path / "ev", tmp_path / "table.md"
+    args = ["evaluate", "--seeds", "0,1", "--policies", "optimus+pack,fifo", "--workers", "1", "--out", str(out),
+            "--markdown", str(md), *TINY]
+    r = invoke(*args)
+    assert r.exit_code == 0, r.output
+    with open(out / "evaluation.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    assert [x["row"] for x in rows] == ["hrl", "rules-only", "hint-alone", "optimus+pack", "fifo", "lower bound"]
+    assert sum(x["best_heuristic"] == "true" for x in rows) == 1
+    assert float(rows[-1]["avg_jct_s"]) <= min(float(x["avg_jct_s"]) for x in rows[:-1])
+    ev = json.loads((out / "evaluation.json").read_text())
+    agent = np.array(ev["rows"][0]["per_seed_avg_jct_s"])
+    fifo = np.array(ev["rows"][4]["per_seed_avg_jct_s"])
+    assert ev["rows"][4]["agent_minus_row_s"] == pytest.approx((agent - fifo).mean())
+    assert ev["rows"][4]["agent_wins"] == int((agent < fifo).sum())
+    assert ev["departures"]["choices"] > 0
+    for row in ("hrl", "rules-only", "hint-alone", "lower bound", "departs from its rules"):
+        assert row in r.output
+    text = md.read_text()
+    assert text.startswith("<!-- made by: hrlsched evaluate --seeds 0,1 ")
+    assert "| rules-only |" in text and "| lower bound |" in text and "| optimus+pack |" in text
+
+    def no_run(*a: object) -> None:
+        raise AssertionError("a cached run was run again")
+
+    monkeypatch.setattr("hrlsched.experiments.compare._run_one", no_run)
+    monkeypatch.setattr("hrlsched.experiments.explain.explain", no_run)
+    again = invoke(*args)
+    assert again.exit_code == 0, again.output
+    assert json.loads((out / "evaluation.json").read_text())["rows"] == ev["rows"]
+
+
+def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:
+    r = invoke("evaluate", "--policies", "fifo,hrl", "--out", str(tmp_path / "a"))
+    assert r.exit_code == 2 and "hrl is learned" in r.output
+    r = invoke("evaluate", "--policies", "fifo,nope", "--out", str(tmp_path / "b"))
+    assert r.exit_code == 2 and "nope" in r.output
+    r = invoke("evaluate", "--checkpoint", str(tmp_path / "none.pt"), "--out", str(tmp_path / "c"))
+    assert r.exit_code == 2 and "no such checkpoint" in r.output
+    from hrlsched.experiments import learned
+
+    ck = learned.load(learned.shipped_checkpoint())
+    learned.save(tmp_path / "nohint.pt", {**ck, "env_kwargs": {k: v for k, v in ck["env_kwargs"].items()
+                                                               if k not in ("hint", "hint_options")}})
+    r = invoke("evaluate", "--checkpoint", str(tmp_path / "nohint.pt"), "--out", str(tmp_path / "d"))
+    assert r.exit_code == 2 and "without a hint" in r.output, r.output
+    assert not any((tmp_path / x).exists() for x in "acd")
+
+
+def test_explain_counts_the_departures() -> None:
+    r = invoke("explain", "--seed", "0", "--json", *TINY)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.raw)
+    assert d["choices"] == sum(d["counts"].values()) > 0 and "same as the rules" in d["counts"]
+    assert len(d["examples"]) == min(5, d["choices"] - d["counts"]["same as the rules"])
+    r = invoke("explain", "--play", "hint", *TINY)
+    assert r.exit_code == 0 and "the hint played" in r.output and "level-1 choices" in r.output, r.output
+    r = invoke("explain", "--play", "nobody")
+    assert r.exit_code == 2 and "--play" in r.output
+    r = invoke("explain", "--policy", "dl2", "--json", *TINY)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.raw)
+    assert d["points"] > 0 and sum(d["counts"].values()) > 0 and set(d["counts"]) == {"same", "more", "fewer"}
+
+
+def test_comm_and_large_are_default_with_overrides() -> None:
+    """``comm`` and ``large`` (once overrides of hrl_quality.py): the same
+    scenario as ``default`` with them, so the same jobs on every seed."""
+    from hrlsched.config import resolve_run_config
+
+    for name, sets in [("comm", ["cluster.server_groups.0.nic_gbps=10", "cluster.server_groups.0.switches_per_socket=1",
+                                 "cluster.server_groups.0.gpus_per_switch=4"]),
+                       ("large", ["cluster.server_groups.0.count=32", "workload.jobs=800"])]:
+        a = resolve_run_config(name).scenario.model_dump(exclude={"name", "description"})
+        assert a == resolve_run_config("default", overrides=sets).scenario.model_dump(exclude={"name", "description"})
+
+
+def test_compare_writes_markdown_with_its_command(tmp_path: Path) -> None:
+    md = tmp_path / "docs" / "results.md"
+    r = invoke("compare", "--scenario", "default", "--policies", "fifo", "--seeds", "1", "--workers", "1",
+               "--out", str(tmp_path / "cmp"), "--markdown", str(md), *TINY)
+    assert r.exit_code == 0, r.output
+    text = md.read_text()
+    assert text.startswith("<!-- made by: hrlsched compare --scenario default --policies fifo ")
+    assert "--set workload.jobs=12" in text.splitlines()[0]
+    assert "| fifo |" in text and "| lower bound |" in text
+
+
+@pytest.mark.slow
+def test_pollux_sim_times_ours() -> None:
+    from hrlsched.workload.data import data_dir
+
+    if not (data_dir() / "pollux" / "traces").is_dir():
+        pytest.skip("no Pollux traces")
+    r = invoke("reproduce", "pollux-sim", "--repeats", "1", "--pollux-dir", "/nonexistent")
+    assert r.exit_code == 0, r.output
+    assert "hrlsched tiresias on Pollux workload-6" in r.output and "could not time it" in r.output
