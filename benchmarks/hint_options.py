@@ -60,8 +60,8 @@ def parse_runs(items: list[str]) -> list[tuple[str, int]]:
 
 def parse_options(text: str) -> dict:
     from hrlsched.envs.candidates import WORKER_OPTIONS
-    from hrlsched.envs.decision import RESERVE_RUNNING as reserve
-    from hrlsched.envs.decision import WINDOWS
+    from hrlsched.envs.hint import RESERVE_RUNNING as reserve
+    from hrlsched.envs.hint import WINDOWS
     from hrlsched.policies.optimus import FIRST_ORDERS, REMAINING_FROM
 
     opts: dict = {"remaining_weight": 0.0, "keep_s": 0.0}

@@ -69,9 +69,10 @@ def main() -> None:
         from hrlsched.agent.policy import CandidateScorer
         from hrlsched.envs.decision import DecisionPoint
         from hrlsched.envs.masks import HeuristicFeasibility
+        from hrlsched.envs.pricing import Pricing
         from hrlsched.policies.optimus import Optimus
 
-        total, _, _ = timed([(DecisionPoint, "_price_menus", False), (Optimus, "allocate", False),
+        total, _, _ = timed([(Pricing, "price_menus", False), (Optimus, "allocate", False),
                              (HRLNet, "encode", False), (DecisionPoint, "allocation_rows", False),
                              (CandidateScorer, "score", False), (HeuristicFeasibility, "place", False),
                              (DecisionPoint, "_commit", False)])

@@ -338,7 +338,7 @@ def test_level2_teacher_plans_each_partial_placement_anew(monkeypatch: pytest.Mo
     monkeypatch.setattr(experts, "id", lambda obj: 1, raising=False)  # every id() the same
     plans = {"a": Placement((3,), ()), "b": Placement((5, 6), ())}
     env = SimpleNamespace(_view=object(), phase=ALLOCATE + 1, board=None, place_off=10, max_gpus=8,
-                          defer_action=30, _mask=np.ones(31, dtype=bool), dp=SimpleNamespace(hint_name=None))
+                          defer_action=30, _mask=np.ones(31, dtype=bool), dp=SimpleNamespace(), hint_name=None)
     env.feas = SimpleNamespace(place=lambda view, board, job, w, p: plans[job])
     env.topo = None
     teacher = experts.Teacher("optimus")

@@ -21,12 +21,23 @@ from hrlsched.envs import (
     PlacementEnv,
     WorkloadPool,
 )
+from hrlsched.envs.base import heuristics
 from hrlsched.envs.board import PlacementIndex, crossed_links, link_layout
-from hrlsched.envs.decision import DYN_COLUMNS
+from hrlsched.envs.features import DYN_COLUMNS
 from hrlsched.sim.engine import Simulator
 from tests.test_envs import SMALL, open_choices
 
 ENVS = {"allocation": AllocationEnv, "placement": PlacementEnv, "hierarchical": HierarchicalEnv}
+
+
+def point(topology: Topology, *, agent_allocates: bool, agent_places: bool, placement: str = "pack",
+          allocation: str = "fifo", hint: str | None = None, hint_options: dict | None = None,
+          **kw: object) -> DecisionPoint:
+    """A ``DecisionPoint`` with its heuristics by registry name, as the environments make it."""
+    made = heuristics(agent_allocates=agent_allocates, placement=placement, allocation=allocation, hint=hint,
+                      hint_options=hint_options)
+    return DecisionPoint(topology, agent_allocates=agent_allocates, agent_places=agent_places, **made._asdict(),
+                         **kw)  # type: ignore[arg-type]
 
 
 def pool(seed: int) -> WorkloadPool:
@@ -52,7 +63,7 @@ def hand_episode(cls: type, p: WorkloadPool, seed: int, placement: str) -> tuple
     np_random, _ = seeding.np_random(seed)
     wseed = p.draw(np_random)
     sim = p.simulation(wseed, 1, "events")
-    dp = DecisionPoint(p.built(wseed).topology, agent_allocates=cls.agent_allocates, agent_places=cls.agent_places,
+    dp = point(p.built(wseed).topology, agent_allocates=cls.agent_allocates, agent_places=cls.agent_places,
                        placement=placement, max_jobs=p.max_jobs(), rescue_idle=sim.points == "events")
     dp.reset(np_random)
     view = sim.reset(int(np_random.integers(2**31)))
@@ -92,7 +103,7 @@ def test_hand_loop_is_the_env_episode(kind: str, placement: str) -> None:
 def test_invalid_action_raises_and_leaves_the_point_alone() -> None:
     p = pool(3)
     sim = p.simulation(3, 1, "events")
-    dp = DecisionPoint(p.built(3).topology, agent_allocates=True, agent_places=True, max_jobs=p.max_jobs())
+    dp = point(p.built(3).topology, agent_allocates=True, agent_places=True, max_jobs=p.max_jobs())
     dp.reset(np.random.default_rng(0))
     view = sim.reset(0)
     assert view is not None and dp.begin(view)
@@ -131,7 +142,7 @@ class RandomAgent(Scheduler):
 
 def test_scheduler_on_a_decision_point_runs_in_the_engine() -> None:
     b = pool(4).built(4)
-    agent = RandomAgent(DecisionPoint(b.topology, agent_allocates=True, agent_places=True,
+    agent = RandomAgent(point(b.topology, agent_allocates=True, agent_places=True,
                                       max_jobs=len(b.jobs)), seed=0)
     res = Simulator(b.topology, b.jobs, b.perf, agent, b.engine, predictor=b.predictor).run()
     assert agent.choices > 0
@@ -180,7 +191,7 @@ def test_slots_the_predictor_cannot_price_are_masked() -> None:
     perf.prices_everything = False
     perf._alone_cache.clear()
     sim = Simulation(built.topology, built.jobs, perf, built.engine)  # the model predicts for itself
-    dp = DecisionPoint(built.topology, agent_allocates=True, agent_places=False, max_jobs=16)
+    dp = point(built.topology, agent_allocates=True, agent_places=False, max_jobs=16)
     dp.reset(np.random.default_rng(0))
     rng = np.random.default_rng(1)
     view, offered = sim.reset(0), 0
@@ -257,7 +268,7 @@ def test_allocation_rows_are_the_light_observation() -> None:
     from hrlsched.sim.simulation import Simulation
 
     b = pool(3).built(3)
-    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
                        hint_options={"remaining_weight": 1.0, "keep_s": 3000.0, "worker_counts": [1, 2, 4, 8]})
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
     view, rng, checked, asyn = sim.reset(3), np.random.default_rng(3), 0, 0
@@ -284,7 +295,7 @@ def test_allocation_rows_are_the_light_observation() -> None:
                 if cur.mode == "async":  # (made for all such jobs in one call per point)
                     x *= float(view.perf.efficiency([cur], [pl], view.batch_sizes[k:k + 1], np.zeros(1))[0])
                     asyn += 1
-                assert dyn[1, 0] == np.float32(min(x / max(float(dp._req_speed[k]), 1e-12), 1e6))
+                assert dyn[1, 0] == np.float32(min(x / max(float(dp.obs.req_speed[k]), 1e-12), 1e6))
             more = dp.act(int(valid[rng.integers(valid.size)]))
             checked += 1
         view = sim.step(dp.decision()).view
@@ -307,7 +318,7 @@ def test_candidate_mask_is_what_the_placement_can_place(placement: str, workers:
     b = WorkloadPool("default", [3], [*SMALL, "workload.gpu_counts=[1,2,4]", "workload.gpu_probs=[0.5,0.3,0.2]",
                                       f"cluster.server_groups.0.cores_per_socket={cores}"],
                      transform=open_choices).built(3)
-    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs),
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs),
                        placement=placement, skip_forced=False, worker_options=workers)
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
     view, rng, checked, beyond = sim.reset(3), np.random.default_rng(3), 0, 0
@@ -321,8 +332,8 @@ def test_candidate_mask_is_what_the_placement_can_place(placement: str, workers:
             want = np.zeros(t.size, dtype=bool)
             want[WAIT] = True
             want[KEEP] = pl is not None and dp.board.fits(cur, pl)
-            for c in dp._slots(cur, dp.base_jobs[cur.job_id]).tolist():
-                job = dp._slot_job(k, c)
+            for c in dp.masks.slots(cur, dp.base_jobs[cur.job_id]).tolist():
+                job = dp.pricing.slot_job(cur, c)
                 want[c] = dp.feas.place(view, dp.board, job, int(t.workers[c]), int(t.ps[c])) is not None
             np.testing.assert_array_equal(mask, want)
             checked += 1
@@ -340,7 +351,7 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
     from hrlsched.sim.simulation import Simulation
 
     b = pool(4).built(4)
-    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
                        hint_options={"remaining_weight": 1.0, "keep_frac": 0.2, "worker_counts": [1, 2, 4, 8]},
                        reserve_running="hint")
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
@@ -353,7 +364,7 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
             if pl is None:
                 assert not dp._reserved[k]
                 continue
-            al = dp._hints.get(j.job_id)
+            al = dp.hints.get(j.job_id)
             keeps = al is not None and al.workers == len(pl.gpus) and al.arch in (None, j.arch) \
                 and al.mode in (None, j.mode) and (max(al.ps, 1) if j.arch == "ps" else 0) == len(pl.ps_sockets)
             # a job whose turn has come (k <= dp.k) has given its room back
@@ -366,7 +377,7 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
         view = sim.step(dp.decision()).view
     assert held > 20 and changed > 5
     with pytest.raises(ValueError, match="reserve_running"):
-        DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, reserve_running="some")
+        point(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, reserve_running="some")
 
 
 def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -> None:
@@ -381,7 +392,7 @@ def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -
     np_random, _ = seeding.np_random(3)
     wseed = p.draw(np_random)
     sim = p.simulation(wseed, 1, "events")
-    dp = DecisionPoint(p.built(wseed).topology, agent_allocates=False, agent_places=True, placement="pack",
+    dp = point(p.built(wseed).topology, agent_allocates=False, agent_places=True, placement="pack",
                        max_jobs=p.max_jobs(), rescue_idle=True)
     dp.reset(np_random)
     view = sim.reset(int(np_random.integers(2**31)))
@@ -440,15 +451,15 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     rem = np.array([1e5, 1e5, 1e5, 1e5, 1e4, 1e3])  # the last two are the shortest, job 5 first
     got = {}
     for window in ("arrival", "hint", "hint-order"):
-        dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="optimus",
+        dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="optimus",
                            hint_options={"first_order": "remaining"}, window=window, skip_forced=False)
         dp.reset(np.random.default_rng(0))
         dp.hint_policy.remaining_steps = lambda v: rem[[j.job_id for j in v.jobs]]  # type: ignore[union-attr]
         more = dp.begin(view)
-        assert dp.hint_policy.priority(dp._hints) == [5, 4]  # type: ignore[union-attr]
+        assert dp.hint_policy.priority(dp.hints) == [5, 4]  # type: ignore[union-attr]
         decided = [j.job_id for j in dp.view.jobs[: dp.n_dec]]  # type: ignore[union-attr]
         while more:  # a valid slot with the hint's workers, else wait
-            hint = dp._hints.get(dp.view.jobs[dp.k].job_id)  # type: ignore[union-attr]
+            hint = dp.hints.get(dp.view.jobs[dp.k].job_id)  # type: ignore[union-attr]
             valid = np.flatnonzero(dp.mask()[: dp.n_cand]).tolist()
             want = [c for c in valid if hint is not None and dp.table.workers[c] == hint.workers]
             more = dp.act(int(want[0]) if want else WAIT)
@@ -466,16 +477,16 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     with pytest.raises(ValueError, match="permutation"):
         view.permuted([0, 0, 1, 2, 3, 4])
     with pytest.raises(ValueError, match="window"):
-        DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, window="hint")  # no hint
+        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, window="hint")  # no hint
     # recheck_s: each decision asks to be asked again that long after
-    dp = DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=600.0, skip_forced=False)
+    dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=600.0, skip_forced=False)
     dp.reset(np.random.default_rng(0))
     more = dp.begin(make_view(topo, perf, jobs, time_s=120.0))
     while more:
         more = dp.act(WAIT)
     assert dp.decision().recheck_s == 720.0
     with pytest.raises(ValueError, match="recheck_s"):
-        DecisionPoint(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)
+        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.5])
@@ -487,7 +498,7 @@ def test_jobs_of_one_model_share_slot_speeds_unless_the_predictor_is_per_job(noi
 
     extra = [f"predictor.noise={noise}"] if noise else []
     b = WorkloadPool("default", [3], [*SMALL, *extra], transform=open_choices).built(3)
-    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
     view, rng = sim.reset(3), np.random.default_rng(3)
     dp.reset(rng)
@@ -503,12 +514,13 @@ def test_jobs_of_one_model_share_slot_speeds_unless_the_predictor_is_per_job(noi
     dp.begin(view)
     i, k = pairs[0]
     slots = np.array([2 + dp.table.size // 2])  # one worker slot past wait and keep
-    a, b_ = dp._slot_speed_vector(i, slots)[slots], dp._slot_speed_vector(k, slots)[slots]
+    bs = view.batch_sizes.tolist()
+    a, b_ = dp.pricing.slot_vector(jobs[i], bs[i], slots)[slots], dp.pricing.slot_vector(jobs[k], bs[k], slots)[slots]
     assert a[0] > 0
     f = view.perf.factor if noise else {}
     ratio = f.get(jobs[i].job_id, 1.0) / f.get(jobs[k].job_id, 1.0)
     np.testing.assert_allclose(a / b_, ratio, rtol=1e-9)
-    assert (dp._who(jobs[i]) == jobs[i].model) == (noise == 0) and view.perf.per_model == (noise == 0)
+    assert (dp.pricing.who(jobs[i]) == jobs[i].model) == (noise == 0) and view.perf.per_model == (noise == 0)
     if noise:
         assert abs(ratio - 1.0) > 1e-6  # the factors differ: a shared key would have been wrong
 
@@ -598,7 +610,7 @@ def test_fewest_servers_is_the_search_on_cumulative_capacities() -> None:
 
 
 def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
-    """``DecisionPoint._price_menus`` prices each new (model, batch size)'s
+    """``Pricing.price_menus`` prices each new (model, batch size)'s
     whole menu at the start of a point; the speeds and the decisions are
     those of pricing each slot when a choice first asks for it."""
     from hrlsched.sim.simulation import Simulation
@@ -606,9 +618,9 @@ def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
     b = WorkloadPool("default", [4], [*SMALL], transform=open_choices).built(4)
     runs = []
     for up_front in (True, False):
-        dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
+        dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs))
         if not up_front:
-            dp._price_menus = lambda view: None  # type: ignore[method-assign]
+            dp.pricing.price_menus = lambda view, open_slots: None  # type: ignore[method-assign]
         sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
         view = sim.reset(4)
         dp.reset(np.random.default_rng(4))
@@ -619,7 +631,7 @@ def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
                 break
             more = dp.begin(view)
             if not decisions:  # what the first point priced before any choice
-                first = sum(int(np.count_nonzero(~np.isnan(v[2:]))) for v in dp._slot_speed.values())
+                first = sum(int(np.count_nonzero(~np.isnan(v[2:]))) for v in dp.pricing.workload.slot_speeds.values())
             while more:  # as an agent: each choice's observation, then a random valid action
                 obs = dp.observation()
                 valid = np.flatnonzero(obs["action_mask"])
@@ -627,7 +639,7 @@ def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
             d = dp.decision()
             decisions.append((d.placements, d.arch, d.mode))
             view = sim.step(d).view
-        runs.append((decisions, {k: v.copy() for k, v in dp._slot_speed.items()}, first))
+        runs.append((decisions, {k: v.copy() for k, v in dp.pricing.workload.slot_speeds.items()}, first))
     (d1, up, first_up), (d2, lazy, first_lazy) = runs
     assert d1 == d2
     assert first_up > 0 and first_lazy == 0  # up front: priced at ``begin``, before any choice asked
@@ -635,3 +647,84 @@ def test_menus_priced_up_front_are_the_speeds_priced_on_demand() -> None:
     for key, v in lazy.items():
         asked = ~np.isnan(v)
         np.testing.assert_array_equal(up[key][asked], v[asked])
+
+
+def test_policy_objects_are_checked_and_each_episode_runs_a_fresh_copy() -> None:
+    """``DecisionPoint`` takes policy objects (names are resolved by its
+    callers, ``envs.base.heuristics``): others are refused by name; the
+    allocation and hint given stay as made, each episode running a copy."""
+    from hrlsched.policies.optimus import Optimus
+    from hrlsched.policies.placement.pack import PackPlacement
+
+    b = pool(3).built(3)
+    with pytest.raises(ValueError, match="placement: expected a job-by-job placement policy"):
+        DecisionPoint(b.topology, agent_allocates=True, agent_places=False, placement="pack", max_jobs=8)
+    with pytest.raises(ValueError, match="allocation: expected"):
+        DecisionPoint(b.topology, agent_allocates=False, agent_places=True, placement=PackPlacement(), max_jobs=8)
+    with pytest.raises(ValueError, match="hint: expected"):
+        DecisionPoint(b.topology, agent_allocates=True, agent_places=False, placement=PackPlacement(), hint="optimus",
+                      max_jobs=8)
+    hint = Optimus(remaining_weight=1.0)
+    dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, placement=PackPlacement(), hint=hint,
+                       max_jobs=len(b.jobs))
+    first = dp.hint_policy
+    dp.reset(np.random.default_rng(1))
+    assert dp.hint_policy is not first and dp.hint_policy is not hint
+    assert dp.hint_policy.remaining_weight == 1.0 and not hasattr(hint, "obs")  # (``Optimus.reset`` makes ``obs``)
+
+
+def test_names_are_refused_with_the_expected_ones_where_they_are_resolved() -> None:
+    import gymnasium as gym
+
+    with pytest.raises(ValueError, match=r"allocation: unknown policy 'nope'; expected one of \[.*'fifo'"):
+        heuristics(agent_allocates=False, allocation="nope")
+    heuristics(agent_allocates=True, allocation="nope")  # (not made where the agent allocates)
+    with pytest.raises(ValueError, match=r"placement: unknown placement 'nowhere'; expected one of \[.*'pack'"):
+        gym.make("hrlsched/Placement-v0", placement="nowhere")
+    with pytest.raises(ValueError, match=r"hint: unknown allocation policy 'nope'; expected one of \[.*\] or none"):
+        gym.make("hrlsched/Allocation-v0", hint="nope")
+
+
+def test_the_decision_machinery_resolves_no_name() -> None:
+    """The point and its parts take policy objects: none imports the registry."""
+    from pathlib import Path
+
+    import hrlsched.envs.decision as decision
+
+    here = Path(decision.__file__).parent
+    for name in ("decision", "pricing", "observe", "masks", "hint", "features", "board", "candidates"):
+        assert "policies.registry" not in (here / f"{name}.py").read_text(), name
+
+
+@pytest.mark.parametrize("kind", ["allocation", "hierarchical"])
+def test_emptying_the_caches_at_every_point_changes_no_observation(kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every cache of a decision point is a memo: with ``CACHE_ENTRIES`` 0
+    (each emptied at every point) an episode is the same."""
+    import hrlsched.envs.masks as masks
+    import hrlsched.envs.pricing as pricing
+
+    cls, seed = ENVS[kind], 5
+    a, job_a, fin_a = env_episode(cls, pool(seed), seed, "pack")
+    monkeypatch.setattr(pricing, "CACHE_ENTRIES", 0)
+    monkeypatch.setattr(masks, "CACHE_ENTRIES", 0)
+    b, job_b, fin_b = env_episode(cls, pool(seed), seed, "pack")
+    assert len(a) == len(b) > 0 and job_a == job_b
+    for oa, ob in zip(a, b):
+        for k in oa:
+            np.testing.assert_array_equal(oa[k], ob[k], err_msg=k)
+    np.testing.assert_array_equal(fin_a, fin_b)
+
+
+def test_columns_by_name() -> None:
+    """Feature columns by name: a run of columns is a slice in the names'
+    order; the candidate columns a choice changes; the job facts copied into
+    the job rows are the features of their names."""
+    from hrlsched.envs import features as F
+    from hrlsched.envs.pricing import FACTS
+
+    assert F.JOB.span("params_gb", "mode_open") == slice(12, 19) and F.JOB["hint_workers"] == 21
+    with pytest.raises(ValueError, match="span: 'mode_open'"):
+        F.JOB.span("mode_open", "params_gb")
+    assert [F.CANDIDATE_FEATURES[c] for c in DYN_COLUMNS] == list(F.DYN_FEATURES)
+    span = FACTS.span("params_gb", "mode_open")
+    assert FACTS.names[span] == F.JOB_FEATURES[F.JOB.span("params_gb", "mode_open")]

@@ -48,9 +48,11 @@ def run_random(env: gym.Env, seed: int, steps: int | None = None) -> tuple[list[
 
 
 @pytest.mark.parametrize("env_id", IDS)
-def test_check_env(env_id: str) -> None:
-    env = gym.make(env_id, overrides=SMALL, invalid_action="fallback")
-    check_env(env.unwrapped, skip_render_check=True)
+def test_check_env_on_the_default_construction(env_id: str) -> None:
+    """gymnasium's checker passes with no argument: its determinism check
+    steps an action sampled before its reset, which the default
+    ``invalid_action="fallback"`` takes (the job waits, or is deferred)."""
+    check_env(gym.make(env_id).unwrapped)
 
 
 @pytest.mark.parametrize("env_id", IDS)
@@ -78,10 +80,10 @@ def check_masks(env: gym.Env) -> None:
         assert valid[WAIT]
         assert valid[KEEP] == (cur_pl is not None and board.occ.fits(cur, cur_pl))
         exact = dp.placement_policy.name in ("pack", "balance")
-        for c in dp._slots(cur, dp.base_jobs[cur.job_id]).tolist():
+        for c in dp.masks.slots(cur, dp.base_jobs[cur.job_id]).tolist():
             if not (valid[c] or exact):
                 continue
-            pl = dp.feas.policy.place_job(view, board.occ, dp._slot_job(k, c), int(t.workers[c]), int(t.ps[c]))
+            pl = dp.feas.policy.place_job(view, board.occ, dp.pricing.slot_job(cur, c), int(t.workers[c]), int(t.ps[c]))
             placed = pl is not None and pl.n_workers == t.workers[c] and pl.n_ps == t.ps[c] \
                 and len(set(pl.gpus)) == pl.n_workers and board.occ.fits(cur, pl)
             assert placed == valid[c] if exact else placed, (c, valid[c], pl)
@@ -132,7 +134,7 @@ def test_masked_actions_never_fail(env_id: str, jobs: int, servers: int, gpus_pe
 
 @pytest.mark.parametrize("env_id", IDS)
 def test_unmasked_action_raises_clear_error(env_id: str) -> None:
-    env = gym.make(env_id, overrides=SMALL).unwrapped
+    env = gym.make(env_id, overrides=SMALL, invalid_action="raise").unwrapped
     _, info = env.reset(seed=0)
     invalid = np.flatnonzero(~info["action_mask"])
     assert invalid.size
@@ -140,6 +142,26 @@ def test_unmasked_action_raises_clear_error(env_id: str) -> None:
         env.step(int(invalid[-1]))
     with pytest.raises(InvalidActionError, match="out of range"):
         env.step(env.action_space.n)
+
+
+@pytest.mark.parametrize("env_id", IDS)
+def test_unmasked_action_by_default_is_counted_and_the_job_waits(env_id: str) -> None:
+    """By default an action the mask forbids is counted and the job waits:
+    at an allocation choice, the step is that of *wait*."""
+    a, b = (gym.make(env_id, overrides=SMALL).unwrapped for _ in range(2))
+    _, info = a.reset(seed=0)
+    b.reset(seed=0)
+    invalid = int(np.flatnonzero(~info["action_mask"])[-1])
+    allocating = a.phase == ALLOCATE
+    got = a.step(invalid)
+    assert got[4]["invalid_actions"] == 1
+    if allocating:
+        want = b.step(WAIT)
+        for k in want[0]:
+            np.testing.assert_array_equal(got[0][k], want[0][k], err_msg=k)
+        assert got[1:4] == want[1:4]
+    assert env_id == "hrlsched/Placement-v0" or allocating
+
 
 
 def test_hint_options_reach_the_hint_and_bad_ones_are_named() -> None:

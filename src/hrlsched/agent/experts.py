@@ -60,8 +60,8 @@ class Teacher:
         if view is not self._view:  # a new decision point
             self._view = view
             dp = env.dp
-            if dp.hint_name == self.name:  # the env's hint is this heuristic: the same labels, computed once
-                self._allocs = dp._hints
+            if env.hint_name == self.name:  # the env's hint is this heuristic: the same labels, computed once
+                self._allocs = dp.hints
             else:
                 self._allocs = self._policy.allocate(view)
             self._plan = None

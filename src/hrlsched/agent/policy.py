@@ -30,7 +30,7 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
-from hrlsched.envs.decision import DYN_COLUMNS
+from hrlsched.envs.features import DYN_COLUMNS
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
 
@@ -61,6 +61,7 @@ class HRLScheduler(Scheduler):
         self._warm = False  # the encoder run once (``_warm_up``)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
+        from hrlsched.envs.base import heuristics
         from hrlsched.envs.decision import DecisionPoint
 
         torch.set_num_threads(1)
@@ -68,11 +69,14 @@ class HRLScheduler(Scheduler):
         # Jobs beyond max_jobs wait (as in training); at least one slot per GPU,
         # so a larger cluster is not starved by the training padding.
         max_jobs = max(int(kw.get("max_jobs", 64)), topology.n_gpus)
+        allocates = self.part != "place"
+        made = heuristics(agent_allocates=allocates, placement=kw.get("placement", "pack"),
+                          allocation=kw.get("allocation", "optimus"), hint=kw.get("hint"),
+                          hint_options=kw.get("hint_options"))
         self.dp = DecisionPoint(
-            topology, agent_allocates=self.part != "place", agent_places=self.part != "allocate",
-            placement=kw.get("placement", "pack"), allocation=kw.get("allocation", "optimus"), max_jobs=max_jobs,
-            hint=kw.get("hint"), **{k: kw[k] for k in ("worker_options", "ps_options", "hint_options", "reserve_running",
-                                                       "window", "recheck_s") if k in kw},
+            topology, agent_allocates=allocates, agent_places=self.part != "allocate", **made._asdict(),
+            max_jobs=max_jobs, **{k: kw[k] for k in ("worker_options", "ps_options", "reserve_running", "window",
+                                                     "recheck_s") if k in kw},
         )
         self.dp.reset(rng)
         self.steps = 0

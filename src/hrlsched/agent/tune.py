@@ -107,7 +107,7 @@ class TuneConfig:
             raise ValueError(f"workers: expected a positive integer, got {self.workers}")
         if not (self.keep_frac >= 0 and math.isfinite(self.keep_frac)):
             raise ValueError(f"keep_frac: expected a finite number >= 0, got {self.keep_frac}")
-        from hrlsched.envs.decision import RESERVE_RUNNING, WINDOWS
+        from hrlsched.envs.hint import RESERVE_RUNNING, WINDOWS
         from hrlsched.policies.optimus import FIRST_ORDERS, REMAINING_FROM
 
         if self.first_order not in FIRST_ORDERS:

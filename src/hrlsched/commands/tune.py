@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
         from hrlsched.errors import CheckpointError
 
         err = Console(stderr=True)
-        from hrlsched.envs.decision import RESERVE_RUNNING
+        from hrlsched.envs.hint import RESERVE_RUNNING
 
         reserve = RESERVE_RUNNING.get(reserve_running)
         if reserve is None:

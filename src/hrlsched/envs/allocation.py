@@ -10,7 +10,8 @@ with the default options), whatever the cluster. The observation's
 time to finish, restart, servers the heuristic would span), so that a
 network scores the slots with one shared scorer.
 
-Masks, reward and observation: see ``envs.base`` and docs/environments.md.
+Masks, invalid actions, reward and observation: see ``envs.base`` and
+docs/environments.md.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The machinery the three environments share: a workload pool, the
 steppable engine (``Simulation``), one decision point decided job after job
 (``DecisionPoint``, in ``envs.decision``: the board, candidates, masks and
-observation, with no gym and no simulation), and the reward.
+observation, with no gym and no simulation), the heuristics it runs by
+registry name (``heuristics``), and the reward.
 
 At each decision point the active jobs (arrival order, at most
 ``max_jobs``; the others wait) are decided one by one. A job's
@@ -20,13 +21,20 @@ sum over an episode in which every job finishes is ``-total JCT / (3600 *
 reward_jobs)``. Episodes terminate when the workload is done and are
 truncated at ``max_time_s`` simulated seconds or ``max_decisions`` decision
 points.
+
+Invalid actions: by default (``invalid_action="fallback"``) an action the
+mask forbids is counted (``info["invalid_actions"]``) and the job waits (an
+allocation choice) or is deferred (a placement phase), so that ``step``
+takes any action of the action space, as gymnasium's API (and its
+``check_env``) expects; ``"raise"`` raises ``InvalidActionError`` instead.
+The action space's ``sample()`` draws among the actions valid now.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import gymnasium as gym
 import numpy as np
@@ -38,9 +46,51 @@ from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.decision import ALLOCATE, PLACE, DecisionPoint, InvalidActionError
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.envs.pool import WorkloadPool
+from hrlsched.policies.base import AllocationPolicy
+from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 from hrlsched.sim.simulation import Simulation, StepResult
 
-__all__ = ["ALLOCATE", "PLACE", "InvalidActionError", "MaskedDiscrete", "SchedulingEnv"]
+__all__ = ["ALLOCATE", "PLACE", "Heuristics", "InvalidActionError", "MaskedDiscrete", "SchedulingEnv", "heuristics"]
+
+
+class Heuristics(NamedTuple):
+    """The policy objects a ``DecisionPoint`` runs (its keyword arguments of
+    the same names)."""
+
+    placement: IncrementalPlacement
+    allocation: AllocationPolicy | None
+    hint: AllocationPolicy | None
+
+
+def heuristics(*, agent_allocates: bool, placement: str = "pack", allocation: str = "fifo", hint: str | None = None,
+               hint_options: Mapping[str, float] | None = None) -> Heuristics:
+    """A ``DecisionPoint``'s heuristics by registry name: the ``placement``
+    (job by job), the ``allocation`` (made only where the agent does not
+    allocate) and the ``hint`` made with its constructor's arguments
+    ``hint_options``. Unknown names and options that do not fit are refused
+    by name."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement: unknown placement {placement!r}; expected one of {sorted(PLACEMENTS)}")
+    pol = PLACEMENTS[placement].factory()
+    if not isinstance(pol, IncrementalPlacement):
+        raise ValueError(f"placement {placement!r}: expected a job-by-job placement policy")
+    if not agent_allocates and allocation not in ALLOCATIONS:
+        raise ValueError(f"allocation: unknown policy {allocation!r}; expected one of {sorted(ALLOCATIONS)}")
+    if hint is not None and hint not in ALLOCATIONS:
+        raise ValueError(f"hint: unknown allocation policy {hint!r}; expected one of {sorted(ALLOCATIONS)} "
+                         "or none")
+    options = dict(hint_options or {})
+    if options and hint is None:
+        raise ValueError(f"hint_options: {options} given without a hint")
+    made: AllocationPolicy | None = None
+    if hint is not None:
+        try:
+            made = ALLOCATIONS[hint].factory(**options)  # type: ignore[assignment]
+        except TypeError as e:
+            raise ValueError(f"hint_options: {options} do not fit the hint {hint!r}: {e}") from None
+    alloc: AllocationPolicy | None = None if agent_allocates else ALLOCATIONS[allocation].factory()  # type: ignore[assignment]
+    return Heuristics(pol, alloc, made)
 
 
 class MaskedDiscrete(spaces.Discrete):
@@ -54,6 +104,7 @@ class MaskedDiscrete(spaces.Discrete):
         self.valid = np.ones(n, dtype=np.int8)
 
     def sample(self, mask: Any = None, probability: Any = None) -> Any:
+        """A valid action now (``mask``/``probability``: as ``Discrete.sample``)."""
         if mask is None and probability is None:
             mask = self.valid
         return super().sample(mask=mask, probability=probability)
@@ -69,7 +120,8 @@ class SchedulingEnv(gym.Env):
       a ready ``pool`` (``WorkloadPool``): the workloads drawn at each reset.
     - ``placement``: the heuristic placement (by name, ``policies.registry``)
       that places the agent's allocations and masks allocation candidates;
-      ``allocation``: the heuristic allocation of ``Placement-v0``.
+      ``allocation``: the heuristic allocation of ``Placement-v0``
+      (``heuristics``).
     - ``max_jobs``, ``max_gpus``, ``max_sockets``, ``max_links``: padding of
       the observation (default: the scenario's).
     - ``worker_options``, ``ps_options``: the candidate menu (``candidates``).
@@ -82,12 +134,14 @@ class SchedulingEnv(gym.Env):
       placement can place then starts (counted in ``info["idle_rescues"]``).
     - ``skip_forced``: a job whose only valid choice is to wait is passed
       over without asking the agent.
-    - ``invalid_action``: ``"raise"`` (an action the mask forbids raises
-      ``InvalidActionError`` naming the action and why) or ``"fallback"``
-      (it is counted in ``info["invalid_actions"]`` and the job waits, or is
-      deferred in a placement phase). ``gymnasium``'s ``check_env`` needs
-      ``"fallback"``: its determinism check samples an action before it
-      resets the environment, so the action may be masked at that state.
+    - ``invalid_action``: ``"fallback"`` (an action the mask forbids is
+      counted in ``info["invalid_actions"]`` and the job waits, or is
+      deferred in a placement phase) or ``"raise"`` (it raises
+      ``InvalidActionError`` naming the action and why: to catch an agent
+      that ignores the mask). ``"fallback"`` by default, so that
+      ``gymnasium``'s ``check_env`` passes: its determinism check samples an
+      action before it resets the environment, so the action may be masked
+      at that state, however the action space samples.
     - ``hint``: an allocation heuristic (by name, e.g. ``"optimus"``) run at
       every decision point whose choices the level-1 observation shows
       (``hint_workers`` per job, ``is_hint`` per candidate); None: those
@@ -128,7 +182,7 @@ class SchedulingEnv(gym.Env):
         max_decisions: int | None = None,
         reward_jobs: float = 10.0,
         skip_forced: bool = True,
-        invalid_action: str = "raise",
+        invalid_action: str = "fallback",
         hint: str | None = None,
         hint_options: Mapping[str, float] | None = None,
         reserve_running: bool | str = True,
@@ -141,13 +195,15 @@ class SchedulingEnv(gym.Env):
         self.invalid_actions = 0
         self.pool = pool if pool is not None else WorkloadPool(scenario, seeds, overrides)
         self.topo = self.pool.built(self.pool.seeds[0]).topology
+        self.hint_name = hint if self.agent_allocates else None  # (the hint runs only where the agent allocates)
+        made = heuristics(agent_allocates=self.agent_allocates, placement=placement, allocation=allocation, hint=hint,
+                          hint_options=hint_options)
         dp = DecisionPoint(
-            self.topo, agent_allocates=self.agent_allocates, agent_places=self.agent_places, placement=placement,
-            allocation=allocation, max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
+            self.topo, agent_allocates=self.agent_allocates, agent_places=self.agent_places,
+            **made._asdict(), max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
-            ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced, hint=hint,
-            hint_options=hint_options, reserve_running=reserve_running, window=window,
-            recheck_s=recheck_s,
+            ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced,
+            reserve_running=reserve_running, window=window, recheck_s=recheck_s,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

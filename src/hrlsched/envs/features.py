@@ -15,13 +15,17 @@ decided, what it chose; the GPU matrix, which follows the board).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from gymnasium import spaces
 
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView
 from hrlsched.envs.board import LINK_KINDS, Board
-from hrlsched.envs.masks import PartialPlacement
+
+if TYPE_CHECKING:  # (masks reads the columns: no import cycle)
+    from hrlsched.envs.masks import PartialPlacement
 
 WORKER_SCALE = 8.0  # workers and PSs are divided by this
 HOUR = 3600.0
@@ -57,6 +61,37 @@ PHASES = ("allocate", "place_worker", "place_ps")
 CONTEXT_FEATURES = (*(f"phase_{p}" for p in PHASES), "workers_left", "ps_left", "tasks_done")
 
 
+class Columns(dict[str, int]):
+    """The column of each feature of a matrix, by name (``JOB["params_gb"]``),
+    so that the code that writes the rows names what it writes."""
+
+    def __init__(self, names: tuple[str, ...]) -> None:
+        super().__init__((name, i) for i, name in enumerate(names))
+        self.names = names
+
+    def span(self, first: str, last: str) -> slice:
+        """The columns ``first`` through ``last``, in the names' order (a
+        run of columns written at once)."""
+        i, j = self[first], self[last]
+        if j < i:
+            raise ValueError(f"span: {first!r} (column {i}) comes after {last!r} (column {j})")
+        return slice(i, j + 1)
+
+
+JOB = Columns(JOB_FEATURES)
+GPU = Columns(GPU_FEATURES)
+SOCKET = Columns(SOCKET_FEATURES)
+LINK = Columns(LINK_FEATURES)
+CANDIDATE = Columns(CANDIDATE_FEATURES)
+CLUSTER = Columns(CLUSTER_FEATURES)
+CONTEXT = Columns(CONTEXT_FEATURES)
+# The candidate columns that change from one choice to the next (``observe``'s ``dyn``): speed over the
+# request, hours to finish, servers spanned, share of the free GPUs, hint; the others depend only on the
+# valid slots, the job's allocation and its restart delay.
+DYN_FEATURES = ("speed_vs_requested", "log_hours_to_finish", "servers_spanned", "share_of_free_gpus", "is_hint")
+DYN_COLUMNS = tuple(CANDIDATE[c] for c in DYN_FEATURES)
+
+
 def observation_space(max_jobs: int, max_gpus: int, max_links: int, n_actions: int,
                       n_candidates: int | None, max_sockets: int) -> spaces.Dict:
     def box(*shape: int) -> spaces.Box:
@@ -87,9 +122,9 @@ def static_links(kind: np.ndarray, cap: np.ndarray, max_links: int) -> np.ndarra
     """The link rows that do not move: validity, kind one-hot, capacity."""
     n = kind.size
     out = np.zeros((max_links, len(LINK_FEATURES)), dtype=np.float32)
-    out[:n, 0] = 1.0
-    out[np.arange(n), 1 + kind] = 1.0
-    out[:n, 1 + len(LINK_KINDS)] = cap / 100.0
+    out[:n, LINK["valid"]] = 1.0
+    out[np.arange(n), LINK[f"kind_{LINK_KINDS[0]}"] + kind] = 1.0  # the kinds' columns in LINK_KINDS' order
+    out[:n, LINK["capacity_100gbps"]] = cap / 100.0
     return out
 
 
@@ -122,6 +157,20 @@ def gpu_groups(topo: Topology, max_gpus: int) -> np.ndarray:
     return out
 
 
+# The columns ``Rows`` writes: single ones, and runs written at once (one gather from the board's figures
+# fills the columns others_on_switch through server_mem_free of a GPU, ps_decided through server_mem_free
+# of a socket, in those orders).
+_G_VALID, _G_SPEED, _G_DECIDED, _G_BEFORE = GPU["valid"], GPU["speed"], GPU["tasks_decided"], GPU["tasks_before"]
+_G_OWN_GPU, _G_OWN_SERVER, _G_OWN_SWITCH = GPU["own_on_gpu"], GPU["own_on_server"], GPU["own_on_switch"]
+_G_BOARD, _G_ROOM, _G_OWN = (GPU.span("others_on_switch", "server_mem_free"),
+                             GPU.span("server_cores_free", "server_mem_free"), GPU.span("own_on_gpu", "own_on_switch"))
+_S_VALID, _S_OWN_WORKERS = SOCKET["valid"], SOCKET["own_workers_on_socket"]
+_S_OWN_SERVER, _S_OWN_PS = SOCKET["own_on_server"], SOCKET["own_ps_on_socket"]
+_S_BOARD, _S_ROOM, _S_OWN = (SOCKET.span("ps_decided", "server_mem_free"),
+                             SOCKET.span("server_cores_free", "server_mem_free"),
+                             SOCKET.span("own_workers_on_socket", "own_ps_on_socket"))
+
+
 class Rows:
     """The GPU and socket matrices of a decision point (padded rows stay
     zero): ``rewrite`` recomputes them from the board and the job being
@@ -149,9 +198,9 @@ class Rows:
         self._sock_server = topo.socket_server.tolist()
         self.gpus = np.zeros((max_gpus, len(GPU_FEATURES)), dtype=np.float32)
         self.sockets = np.zeros((max_sockets, len(SOCKET_FEATURES)), dtype=np.float32)
-        self.gpus[:G, 0] = 1.0
-        self.gpus[:G, 1] = topo.gpu_speed
-        self.sockets[:S, 0] = 1.0
+        self.gpus[:G, _G_VALID] = 1.0
+        self.gpus[:G, _G_SPEED] = topo.gpu_speed
+        self.sockets[:S, _S_VALID] = 1.0
         # ``rewrite`` in few array operations: the workers per switch, socket and
         # server summed by one bincount (each bin's terms in the same order as
         # its own bincount), the per-group figures in one vector, gathered.
@@ -165,15 +214,15 @@ class Rows:
         o1 = W + S + V
         o2, o3, o4, o5 = o1 + S, o1 + S + V, o1 + S + 2 * V, o1 + S + 3 * V
         gs, gk, gv, ss = topo.gpu_switch, topo.gpu_socket, topo.gpu_server, topo.socket_server
-        self._g7 = np.stack([gs, W + gk, W + S + gv, o1 + gk, o2 + gv, o3 + gv, o4 + gv], axis=1)  # columns 4..10
+        self._g7 = np.stack([gs, W + gk, W + S + gv, o1 + gk, o2 + gv, o3 + gv, o4 + gv], axis=1)  # _G_BOARD
         s_ = np.arange(S)
-        self._s5 = np.stack([o1 + s_, o2 + ss, o5 + s_, o3 + ss, o4 + ss], axis=1)  # socket columns 1..5
+        self._s5 = np.stack([o1 + s_, o2 + ss, o5 + s_, o3 + ss, o4 + ss], axis=1)  # _S_BOARD
         self._ws = slice(W, W + S)
         self._own_clear = True  # the own-task columns are zero
 
     def point(self, view: ClusterView) -> None:
         """What does not move during a point: the tasks on each GPU before it."""
-        self.gpus[: self.topo.n_gpus, 3] = view.gpu_tasks / self.max_tasks
+        self.gpus[: self.topo.n_gpus, _G_BEFORE] = view.gpu_tasks / self.max_tasks
 
     def rewrite(self, board: Board, part: PartialPlacement | None) -> None:
         topo = self.topo
@@ -189,14 +238,14 @@ class Rows:
         vec = np.concatenate([sums / self._grp_div, sp / 4.0, ps_sv / 4.0, cores / self.cores_cap,
                               mem / self.mem_cap, sums[self._ws] / self.per_so])
         o = self.gpus[:G]
-        o[:, 2] = w / self.max_tasks
-        o[:, 4:11] = vec[self._g7]
+        o[:, _G_DECIDED] = w / self.max_tasks
+        o[:, _G_BOARD] = vec[self._g7]
         so = self.sockets[:S]
-        so[:, 1:6] = vec[self._s5]
+        so[:, _S_BOARD] = vec[self._s5]
         if part is None or not (part.gpus or part.sockets):
             if not self._own_clear:
-                o[:, 11:] = 0.0
-                so[:, 6:] = 0.0
+                o[:, _G_OWN] = 0.0
+                so[:, _S_OWN] = 0.0
                 self._own_clear = True
             return
         self._own_clear = False
@@ -204,35 +253,35 @@ class Rows:
         own[part.gpus] = 1.0
         own_w = part.workers_on_socket.astype(float)
         own_p = part.ps_on_socket.astype(float)
-        o[:, 11] = own
-        o[:, 12] = (part.workers_on_server / self.per_sv)[gv]
-        o[:, 13] = (part.workers_on_switch / self.per_sw)[gs]
-        so[:, 6] = own_w / self.per_so
-        so[:, 7] = np.bincount(ss, weights=own_w + own_p, minlength=V)[ss] / WORKER_SCALE
-        so[:, 8] = own_p / 4.0
+        o[:, _G_OWN_GPU] = own
+        o[:, _G_OWN_SERVER] = (part.workers_on_server / self.per_sv)[gv]
+        o[:, _G_OWN_SWITCH] = (part.workers_on_switch / self.per_sw)[gs]
+        so[:, _S_OWN_WORKERS] = own_w / self.per_so
+        so[:, _S_OWN_SERVER] = np.bincount(ss, weights=own_w + own_p, minlength=V)[ss] / WORKER_SCALE
+        so[:, _S_OWN_PS] = own_p / 4.0
 
     def _room(self, part: PartialPlacement, v: int) -> None:
         g, s = self.server_gpus[v], self.server_sockets[v]
         c = part.cores_left[v] / self.cores_cap[v]
         m = part.mem_left[v] / self.mem_cap[v]
-        self.gpus[g, 9:11] = (c, m)  # both columns in one assignment (the same float32 values)
-        self.sockets[s, 4:6] = (c, m)
-        self.sockets[s, 7] = part.on_server[v] / WORKER_SCALE
+        self.gpus[g, _G_ROOM] = (c, m)  # both columns in one assignment (the same float32 values)
+        self.sockets[s, _S_ROOM] = (c, m)
+        self.sockets[s, _S_OWN_SERVER] = part.on_server[v] / WORKER_SCALE
 
     def worker(self, part: PartialPlacement, g: int) -> None:
         """``part`` has just put a worker on GPU ``g``."""
         self._own_clear = False
         v, w, k = self._gpu_svk[g]
-        self.gpus[g, 11] = 1.0
-        self.gpus[self.server_gpus[v], 12] = part.workers_on_server[v] / self.per_sv[v]
-        self.gpus[self.switch_gpus[w], 13] = part.workers_on_switch[w] / self.per_sw[w]
-        self.sockets[k, 6] = part.workers_on_socket[k] / self.per_so[k]
+        self.gpus[g, _G_OWN_GPU] = 1.0
+        self.gpus[self.server_gpus[v], _G_OWN_SERVER] = part.workers_on_server[v] / self.per_sv[v]
+        self.gpus[self.switch_gpus[w], _G_OWN_SWITCH] = part.workers_on_switch[w] / self.per_sw[w]
+        self.sockets[k, _S_OWN_WORKERS] = part.workers_on_socket[k] / self.per_so[k]
         self._room(part, v)
 
     def ps(self, part: PartialPlacement, sock: int) -> None:
         """``part`` has just put a PS on socket ``sock``."""
         self._own_clear = False
-        self.sockets[sock, 8] = part.ps_on_socket[sock] / 4.0
+        self.sockets[sock, _S_OWN_PS] = part.ps_on_socket[sock] / 4.0
         self._room(part, self._sock_server[sock])
 
 

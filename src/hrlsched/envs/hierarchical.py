@@ -10,7 +10,8 @@ selects the segment of the current phase and the observation's ``context``
 says the phase (allocate / place a worker / place a PS) and the tasks left,
 ``current_job`` which job.
 
-Masks, reward and observation: see ``envs.base`` and docs/environments.md.
+Masks, invalid actions, reward and observation: see ``envs.base`` and
+docs/environments.md.
 """
 
 from __future__ import annotations

@@ -10,18 +10,24 @@ decision point (``Occupancy.fits``).
 
 Candidates are decided without asking the placement where the answer is
 known (``HeuristicFeasibility``); the placement is asked only for the
-candidate chosen, and where no rule decides.
+candidate chosen, and where no rule decides. A decision point's masks:
+``CandidateMasks`` at an allocation choice, ``PlacementMasks`` task by task.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
-from hrlsched.contract import ClusterView
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ARCHS, MODES, ClusterView
 from hrlsched.core.catalogue import ModelProfile
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs.board import Board
+from hrlsched.envs.candidates import KEEP, WAIT, CandidateTable
+from hrlsched.envs.pricing import CACHE_ENTRIES, Pricing
 from hrlsched.policies.placement.balance import BalancePlacement
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.placement.pack import PackPlacement
@@ -227,7 +233,7 @@ class HeuristicFeasibility:
                 if d is None:  # the distinct worker counts (ascending) and where each entry's is
                     uw, inv = np.unique(workers, return_inverse=True)
                     d = self._distinct[wkey] = (uw.tolist(), inv)
-                if len(self._spans) > 4096:
+                if len(self._spans) > CACHE_ENTRIES:
                     self._spans.clear()
                 out = self._spans[key] = np.array(_fewest_servers(hist, d[0]), dtype=np.int64)[d[1]]
                 out.flags.writeable = False
@@ -265,6 +271,189 @@ class HeuristicFeasibility:
                 pl = None
         self._cache[key] = pl
         return pl
+
+    def placeable(self, view: ClusterView, board: Board, job: Job, n_workers: int, n_ps: int) -> bool:
+        """Whether the policy places (``job``, ``n_workers``, ``n_ps``) on the
+        board: by the rules where they decide, else asked."""
+        ok, ask = self.sure_one(board, job, n_workers, n_ps)
+        if ok:
+            return True
+        return ask and self.place(view, board, job, n_workers, n_ps) is not None
+
+
+class SlotRules(NamedTuple):
+    """What the rules decide of a job's menu slots, given its menu and the
+    room (read-only, shared by the choices they decide): ``sure``: wait and
+    the slots the rules allow; ``kept``: those and keep; ``ask``: the slots
+    no rule decides (ask the placement); the masks' bytes (cache keys)."""
+
+    sure: np.ndarray
+    kept: np.ndarray
+    ask: list[int]
+    sure_key: bytes
+    kept_key: bytes
+
+
+class ValidSlots(NamedTuple):
+    """A set of valid slots (read-only): bool per slot and its bytes (a
+    cache key), as a list and an index array (ascending), and the action
+    mask that allows them."""
+
+    valid: np.ndarray
+    key: bytes
+    idx: list[int]
+    ix: np.ndarray
+    mask: np.ndarray
+
+
+class CandidateMasks:
+    """The valid menu slots of a job at an allocation choice: wait; keep
+    where its running placement fits the board; the slots open to it (its
+    architecture and mode, or any where it leaves them open; no repeat) that
+    the heuristic placement places on what is left (``HeuristicFeasibility``:
+    by the rules where they decide, else asked) and, where the predictor
+    does not price every allocation, that it prices (``pricing``)."""
+
+    def __init__(self, table: CandidateTable, n_actions: int, feas: HeuristicFeasibility, pricing: Pricing) -> None:
+        self.table = table
+        self.n_actions = n_actions
+        self.feas = feas
+        self.pricing = pricing
+        self.min_workers = int(table.workers[table.workers > 0].min())
+        self._slot_sets: dict[tuple, np.ndarray] = {}
+        self._menu_ps: dict[tuple, bool] = {}
+        self._menu_most: dict[tuple, int] = {}  # most workers of a menu's slots
+        self._ps_most: dict[tuple, float] = {}  # most PS room a menu's slot needs, per PS room one worker takes
+        self._slot_rules: dict[tuple, SlotRules] = {}  # per (menu, room)
+        self._valid_sets: dict[bytes, ValidSlots] = {}
+
+    def caches(self) -> tuple[dict, ...]:
+        return (self._slot_sets, self._menu_ps, self._menu_most, self._ps_most, self._slot_rules, self._valid_sets)
+
+    def slots(self, cur: Job, base: Job) -> np.ndarray:
+        """The menu's slots open to a job (its architecture and mode, or any
+        where open; ``base``: the job as first seen)."""
+        key = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        v = self._slot_sets.get(key)
+        if v is None:
+            t = self.table
+            v = self._slot_sets[key] = np.flatnonzero(
+                (t.workers > 0) & ~t.duplicate
+                & ((t.arch == ARCHS.index(cur.arch)) | base.arch_open)
+                & ((t.mode == MODES.index(cur.mode)) | base.mode_open)
+            )
+        return v
+
+    def _slots_with_ps(self, menu: tuple) -> bool:
+        """Whether any slot open to a job of ``menu`` (arch, mode, arch open, mode open) has a PS."""
+        v = self._menu_ps.get(menu)
+        if v is None:
+            arch, mode, arch_open, mode_open = menu
+            t = self.table
+            slots = np.flatnonzero((t.workers > 0) & ~t.duplicate & ((t.arch == ARCHS.index(arch)) | arch_open)
+                                   & ((t.mode == MODES.index(mode)) | mode_open))
+            v = self._menu_ps[menu] = bool(np.any(t.ps[slots] > 0))
+        return v
+
+    def forced(self, board: Board, job: Job, pl: Placement | None) -> bool:
+        """``job`` (running at ``pl``, or None) surely has no choice but to
+        wait: no room for the menu's smallest worker count, and it cannot
+        keep its placement."""
+        if self.feas.worker_room(board, job) >= self.min_workers:
+            return False
+        return pl is None or not board.fits(job, pl)
+
+    def valid(self, view: ClusterView, board: Board, k: int) -> ValidSlots:
+        """The valid slots of job ``k`` of ``view`` on ``board``."""
+        t, feas = self.table, self.feas
+        cur = view.jobs[k]
+        cur_pl = view.placements[k]
+        base = self.pricing.workload.base_jobs[cur.job_id]
+        keep = cur_pl is not None and board.fits(cur, cur_pl)
+        # The slots the rules decide depend on the job's menu, the room and the PS room only
+        # (not on the PS room where the menu's open slots have no PS).
+        room = feas.worker_room(board, cur)  # workers use the same resources in every variant
+        menu = (cur.arch, cur.mode, base.arch_open, base.mode_open)
+        # The rules compare the room with each slot's workers, and the PS room left with each
+        # slot's PSs: beyond the menu's largest need, more room decides the same, so the key
+        # holds the room up to that need (more choices find their rules already made).
+        most = self._menu_most.get(menu)
+        if most is None:
+            slots = self.slots(cur, base)
+            most = self._menu_most[menu] = int(t.workers[slots].max()) if slots.size else 0
+        room = min(room, most)
+        if feas.fill and self._slots_with_ps(menu):
+            total, per = feas.ps_room(board, cur)
+            need = self._ps_most.get((menu, per))
+            if need is None:  # integers (``per`` is): exact
+                slots = self.slots(cur, base)
+                need = self._ps_most[(menu, per)] = float(np.max(t.ps[slots] + per * t.workers[slots])) \
+                    if slots.size else 0.0
+            key = (*menu, room, min(total, need), per)
+        else:
+            key = (*menu, room)
+        v = self._slot_rules.get(key)
+        if v is None:
+            slots = self.slots(cur, base)
+            ok, ask = feas.sure_with(t.workers[slots], t.ps[slots], room, *(key[5:] if len(key) > 5 else (0.0, 0.0)))
+            sure = np.zeros(t.size, dtype=bool)  # wait, and the slots the rules allow (keep apart)
+            sure[WAIT] = True
+            sure[slots[ok]] = True
+            kept = sure.copy()
+            kept[KEEP] = True
+            sure.flags.writeable = kept.flags.writeable = False  # shared by the choices they decide
+            v = self._slot_rules[key] = SlotRules(sure, kept, slots[ask].tolist(), sure.tobytes(), kept.tobytes())
+        sure, kept, ask, sure_key, kept_key = v
+        if not ask and view.perf.prices_everything:  # the rules decide every slot
+            valid, vk = (kept, kept_key) if keep else (sure, sure_key)
+        else:
+            valid = (kept if keep else sure).copy()
+            for c in ask:
+                job = self.pricing.slot_job(cur, c)
+                valid[c] = feas.place(view, board, job, int(t.workers[c]), int(t.ps[c])) is not None
+            if not view.perf.prices_everything:  # slots the predictor cannot price cannot run either
+                valid[2:] &= self.pricing.slot_speeds(cur, int(view.batch_sizes[k]), valid)[2:] > 0
+            vk = valid.tobytes()
+        vs = self._valid_sets.get(vk)
+        if vs is None:
+            valid.flags.writeable = False
+            ix = np.flatnonzero(valid)
+            m = np.zeros(self.n_actions, dtype=np.int8)
+            m[: t.size] = valid
+            vs = self._valid_sets[vk] = ValidSlots(valid, vk, ix.tolist(), ix, m)
+        return vs
+
+
+class PlacementMasks:
+    """The action masks of a placement phase: the GPUs that can take the
+    job's next worker, else the sockets that can take its next PS; *defer*
+    alone at a dead end (the job waits). Actions: ``place_off`` + GPU, then
+    ``place_off + max_gpus`` + socket index, then *defer*."""
+
+    def __init__(self, n_actions: int, place_off: int, max_gpus: int, defer_action: int, topo: Topology) -> None:
+        self.n_actions, self.place_off, self.max_gpus, self.defer_action = n_actions, place_off, max_gpus, defer_action
+        self.n_gpus, self.n_sockets = topo.n_gpus, topo.n_sockets
+
+    def first(self, part: PartialPlacement) -> np.ndarray:
+        """The mask of ``part``'s next task."""
+        m = np.zeros(self.n_actions, dtype=np.int8)
+        o = self.place_off
+        if part.placing_worker:
+            m[o:o + self.n_gpus] = part.gpu_mask()
+        else:
+            m[o + self.max_gpus:o + self.max_gpus + self.n_sockets] = part.socket_mask()
+        if not np.count_nonzero(m):
+            m[self.defer_action] = 1  # a dead end: the job waits
+        return m
+
+    def after_worker(self, last: np.ndarray, part: PartialPlacement, g: int) -> np.ndarray:
+        """The mask of ``part``'s next worker, from the ``last`` one's (GPU ``g``
+        taken since), narrowed where the worker went."""
+        m = last.copy()
+        part.narrow_gpu_mask(m[self.place_off:self.place_off + self.n_gpus], g)
+        if not np.count_nonzero(m):
+            m[self.defer_action] = 1  # a dead end: the job waits
+        return m
 
 
 def _fewest_servers(hist: list[int], counts: list[int]) -> list[int]:

@@ -12,7 +12,8 @@ a dead end (earlier choices left the job's remaining tasks no room); the job
 then waits until the next decision point. A job the heuristic placement
 cannot place at all waits without asking the agent.
 
-Masks, reward and observation: see ``envs.base`` and docs/environments.md.
+Masks, invalid actions, reward and observation: see ``envs.base`` and
+docs/environments.md.
 """
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
     jobs hold their room until their turn (all, none, hint; default the
     checkpoint's)."""
     from hrlsched.config import resolve_run_config
-    from hrlsched.envs.decision import RESERVE_RUNNING
+    from hrlsched.envs.hint import RESERVE_RUNNING
     from hrlsched.experiments import learned
     from hrlsched.experiments.ablation import hint_alone, rules_only
     from hrlsched.run import simulate

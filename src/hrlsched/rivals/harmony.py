@@ -359,11 +359,13 @@ class HarmonyScheduler(ac.ActorCriticScheduler):
         self.predict = Predictor(net)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
+        from hrlsched.envs.base import heuristics
         from hrlsched.envs.decision import DecisionPoint
 
         self.topo = topology
-        self.dp = DecisionPoint(topology, agent_allocates=False, agent_places=True, allocation=self.allocation,
-                                placement="pack", max_jobs=max(256, topology.n_gpus), rescue_idle=True)
+        made = heuristics(agent_allocates=False, allocation=self.allocation, placement="pack")
+        self.dp = DecisionPoint(topology, agent_allocates=False, agent_places=True, **made._asdict(),
+                                max_jobs=max(256, topology.n_gpus), rescue_idle=True)
         self.dp.reset(rng)
         self.profiles: dict[str, ModelProfile] = {}
         self.iso: dict[tuple, float] = {}
