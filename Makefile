@@ -24,8 +24,7 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q -n 2 -m ''
 
-# The speed benchmarks (benchmarks/hint_options.py, a tool for the hint's options, and
-# benchmarks/async_progress.py, a figure of docs/perf-model.md, are not among them).
+# The speed benchmarks (benchmarks/async_progress.py, a figure of docs/perf-model.md, is not among them).
 SPEED_BENCHMARKS := sim_speed perf_speed env_speed hrl_latency import_time simulate_phases env_instructions
 
 bench: $(STAMP)

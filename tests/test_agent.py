@@ -384,7 +384,7 @@ def test_hint_speed_gap_compares_slots_at_the_hints_size() -> None:
     assert not hint_speed_gap(torch.as_tensor(c)).any()
 
 
-def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
+def test_tune_searches_the_hint_and_resumes(tmp_path: Path) -> None:
     from hrlsched.agent import tune
 
     torch.manual_seed(0)
@@ -392,93 +392,65 @@ def test_tune_searches_the_weight_and_resumes(tmp_path: Path) -> None:
     src = tmp_path / "l1.pt"
     save(src, ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus")))
     with pytest.raises(ValueError, match="evaluation"):
-        tune.TuneConfig(checkpoint=str(src), train_seeds=[5]).validate()
-    with pytest.raises(ValueError, match="keep_s"):
-        tune.TuneConfig(checkpoint=str(src), keep_s=[-1.0]).validate()
-    cfg = tune.TuneConfig(checkpoint=str(src), overrides=TINY, grid=[0.0, 2.0], remaining_weights=[0.0, 1.0],
-                          train_seeds=[1000], valid_seeds=[1001], workers=1)
+        tune.TuneConfig(checkpoint=str(src), runs=["default:5"]).validate()
+    with pytest.raises(ValueError, match="remaining_weight"):
+        tune.TuneConfig(checkpoint=str(src), vary=["a=-1"]).validate()
+    with pytest.raises(ValueError, match="SCENARIO:SEEDS"):
+        tune.TuneConfig(checkpoint=str(src), runs=["default"]).validate()
+    with pytest.raises(ValueError, match="SETTING=v1"):
+        tune.TuneConfig(checkpoint=str(src), vary=["speed=1"]).validate()
+    cfg = tune.TuneConfig(checkpoint=str(src), runs=["default:1000"], overrides=TINY, hint="f=0.2",
+                          vary=["g=0,2", "a=0,1"], valid_seeds=[1001], workers=1)
     res = tune.run(cfg, tmp_path / "out", log=lambda s: None)
     best = res["point"]
-    assert set(res["train"]) == {(0.0, 0.0, 0.0), (0.0, 1.0, 0.0), (2.0, 0.0, 0.0), (2.0, 1.0, 0.0)}
-    assert res["train"][best] == min(res["train"].values())
+    assert set(res["train"]) == {"f=0.2", "a=1,f=0.2", "f=0.2,g=2", "a=1,f=0.2,g=2"}
+    assert best.keep_frac == 0.2 and res["label"] == best.text()
+    assert res["train"][res["label"]] == min(res["train"].values(), key=lambda v: v["default"])
     rows = (tmp_path / "out" / "search.csv").read_text().splitlines()
-    assert rows[0] == ",".join(tune.FIELDS) and len(rows) == 1 + 4 + len({tune.ORIGIN, best})
+    assert rows[0] == ",".join(tune.FIELDS) and len(rows) == 1 + 4 + 2
     pol = ckpt.load(tmp_path / "out" / "best-policy.pt")
-    assert float(pol["state_dict"]["gap"]) == best[0] and pol["net"]["net"]["hint_gap"]
-    assert ckpt.build_net(pol).gap.item() == best[0]
-    # the hint's options travel in the checkpoint, to the DecisionPoint that runs the hint
-    assert pol["env_kwargs"].get("hint_options", {}).get("remaining_weight", 0.0) == best[1]
-    from hrlsched.agent.policy import HRLScheduler
-    from hrlsched.cluster import Topology, uniform_cluster
-
-    save(tmp_path / "opts.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.5, keep_s=60.0))
-    sched = HRLScheduler(tmp_path / "opts.pt")
-    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert (sched.dp.hint_policy.remaining_weight, sched.dp.hint_policy.keep_s) == (1.5, 60.0)
-    assert sched.dp.hint_policy.keep_frac == 0.0 and sched.dp.reserve_running is True
-    save(tmp_path / "frac.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_weight=1.0, keep_frac=0.2,
-                                                     reserve_running="hint"))
-    sched = HRLScheduler(tmp_path / "frac.pt")
-    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert (sched.dp.hint_policy.keep_frac, sched.dp.reserve_running) == (0.2, "hint")
-    assert sched.dp.hint_policy.first_order == "arrival"
-    save(tmp_path / "first.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining"))
-    sched = HRLScheduler(tmp_path / "first.pt")
-    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert sched.dp.hint_policy.first_order == "remaining" and sched.dp.window == "arrival"
-    assert sched.dp.recheck_s is None and not sched.dp.hint_policy.observe_rounds
-    save(tmp_path / "win.pt", tune.with_weight(ckpt.load(src), 1.0, first_order="remaining", window="hint",
-                                                    recheck_s=600.0, observe_rounds=True))
-    sched = HRLScheduler(tmp_path / "win.pt")
-    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert sched.dp.window == "hint" and ckpt.load(tmp_path / "win.pt")["env_kwargs"]["window"] == "hint"
-    assert sched.dp.recheck_s == 600.0 and sched.dp.hint_policy.observe_rounds
-    assert sched.dp.hint_policy.remaining_from == "fit"
-    save(tmp_path / "view.pt", tune.with_weight(ckpt.load(src), 1.0, remaining_from="view"))
-    sched = HRLScheduler(tmp_path / "view.pt")
-    sched.reset(Topology.from_spec(uniform_cluster(2, 4)), np.random.default_rng(0))
-    assert sched.dp.hint_policy.remaining_from == "view"
-    assert not sched.net.cfg.hint_bonus and sched._scorer is None
-    save(tmp_path / "bonus.pt", tune.with_weight(ckpt.load(src), 1.0, bonus=2.0))
-    bonus = HRLScheduler(tmp_path / "bonus.pt")
-    assert bonus.net.cfg.hint_bonus and bonus.net.bonus.item() == 2.0
-    with pytest.raises(ValueError, match="bonus"):
-        tune.TuneConfig(checkpoint=str(src), bonus=float("nan")).validate()
-    with pytest.raises(ValueError, match="recheck_s"):
-        tune.TuneConfig(checkpoint=str(src), recheck_s=0.0).validate()
-    with pytest.raises(ValueError, match="window"):
-        tune.TuneConfig(checkpoint=str(src), window="size").validate()
-    with pytest.raises(ValueError, match="first_order"):
-        tune.TuneConfig(checkpoint=str(src), first_order="size").validate()
-    with pytest.raises(ValueError, match="remaining_from"):
-        tune.TuneConfig(checkpoint=str(src), remaining_from="truth").validate()
-    with pytest.raises(ValueError, match="keep_frac"):
-        tune.TuneConfig(checkpoint=str(src), keep_frac=-0.5).validate()
-    with pytest.raises(ValueError, match="reserve_running"):
-        tune.TuneConfig(checkpoint=str(src), reserve_running="some").validate()
-    with pytest.raises(ValueError, match="keep_frac"):  # a resumed search keeps what holds at every point
-        tune.run(dataclasses.replace(cfg, keep_frac=0.2), tmp_path / "out", log=lambda s: None)
+    assert ckpt.hint_of(pol) == best and ckpt.build_net(pol).gap.item() == best.gap
     summary = json.loads((tmp_path / "out" / "summary.json").read_text())
-    assert summary["weight"] == best[0] and summary["remaining_weight"] == best[1] and summary["elapsed_s"] > 0
-    assert summary["chosen"] in summary["valid_avg_jct_s"] and "0" in summary["valid_avg_jct_s"]
+    assert summary["chosen"] == res["label"] and summary["elapsed_s"] > 0
+    assert set(summary["valid_avg_jct_s"]) == {"origin", res["label"]}
     logs: list[str] = []
     assert tune.run(cfg, tmp_path / "out", log=logs.append) == res and logs == []  # resumed: nothing run again
+    with pytest.raises(ValueError, match="overrides"):  # rows do not name what holds for every run
+        tune.run(dataclasses.replace(cfg, overrides=[]), tmp_path / "out", log=lambda s: None)
+
+
+def test_a_checkpoint_carries_its_hint_to_the_decision_point(tmp_path: Path) -> None:
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.cluster import Topology, uniform_cluster
+    from hrlsched.errors import CheckpointError
+    from hrlsched.policies.hint import HintConfig
+
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    base = ckpt.policy_payload(net, "allocate", tiny_kwargs(hint="optimus"))
+    topo = Topology.from_spec(uniform_cluster(2, 4))
+    for text in ("g=1,a=1.5,h=60", "g=1,a=1,f=0.2,r=hint", "g=1,first=remaining,win=hint,re=600,obs",
+                 "g=1,rem=view", "g=1,b=2"):
+        hint = HintConfig.parse(text)
+        save(tmp_path / "h.pt", ckpt.with_hint(base, hint))
+        assert ckpt.hint_of(ckpt.load(tmp_path / "h.pt")) == hint
+        sched = HRLScheduler(tmp_path / "h.pt")
+        sched.reset(topo, np.random.default_rng(0))
+        pol, dp = sched.dp.hint_policy, sched.dp
+        assert (pol.remaining_weight, pol.keep_s, pol.keep_frac) == (hint.remaining_weight, hint.keep_s,
+                                                                     hint.keep_frac)
+        assert (pol.first_order, pol.observe_rounds, pol.remaining_from) == (hint.first_order, hint.observe_rounds,
+                                                                             hint.remaining_from)
+        assert (dp.reserve_running, dp.window, dp.recheck_s) == (hint.reserve_running, hint.window, hint.recheck_s)
+        assert sched.net.cfg.hint_bonus == (hint.bonus is not None)
+        if hint.bonus is not None:
+            assert sched.net.bonus.item() == hint.bonus
     with pytest.raises(CheckpointError, match="level-1"):
-        tune.with_weight({**ckpt.load(src), "part": "place"}, 1.0)
-    with pytest.raises(CheckpointError, match="without a hint"):
-        tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs()}, 1.0)
+        ckpt.with_hint({**base, "part": "place"}, HintConfig(gap=1))
+    with pytest.raises(CheckpointError, match="hint policy"):
+        ckpt.with_hint(base, HintConfig(policy=None))
     with pytest.raises(CheckpointError, match="takes no options"):
-        tune.with_weight({**ckpt.load(src), "env_kwargs": tiny_kwargs(hint="drf")}, 1.0, remaining_weight=1.0)
-
-
-def test_tune_reads_a_search_table_of_gap_weights_alone(tmp_path: Path) -> None:
-    from hrlsched.agent import tune
-
-    table = tmp_path / "search.csv"
-    table.write_text("phase,weight,seed,avg_jct_s,restarts\ntrain,3.0,1000,4000.500,7\n")
-    assert tune._done(table) == {("train", (3.0, 0.0, 0.0), 1000): (4000.5, 7)}
-    assert table.read_text() == ",".join(tune.FIELDS) + "\ntrain,3.0,0.0,0.0,1000,4000.500,7\n"
-    assert tune.label((3.0, 0.0, 0.0)) == "3" and tune.label((3.0, 1.0, 0.0)) == "3/a1/h0"
+        ckpt.with_hint(base, HintConfig(policy="drf", remaining_weight=1.0))
 
 
 def test_train_curve_draws_the_searches_one_after_another_and_continues_a_curve(tmp_path: Path) -> None:
@@ -491,12 +463,12 @@ def test_train_curve_draws_the_searches_one_after_another_and_continues_a_curve(
     (run_dir / "config.yaml").write_text(
         f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1001]\nlevel: '1'\n")
     (run_dir / "metrics.csv").write_text("wall_s,valid_avg_jct_h\n60,2.0\n120,1.9\n")
-    for name, elapsed, chosen, jct in (("a", 120.0, "3", 1.5), ("b", 300.0, "3/a1/h0", 1.2)):
+    for name, elapsed, chosen, jct in (("a", 120.0, "g=3", 1.5), ("b", 300.0, "a=1,g=3", 1.2)):
         d = tmp_path / name
         d.mkdir()
-        (d / "config.yaml").write_text("valid_seeds: [1001]\n")
-        (d / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": chosen, "elapsed_s": elapsed,
-                                                    "valid_avg_jct_s": {"0": 7200.0, chosen: jct * 3600}}))
+        (d / "config.yaml").write_text("valid_seeds: [1001]\nruns: ['default:1000']\n")
+        (d / "summary.json").write_text(json.dumps({"origin": "origin", "chosen": chosen, "elapsed_s": elapsed,
+                                                    "valid_avg_jct_s": {"origin": 7200.0, chosen: jct * 3600}}))
     out = tmp_path / "curve.png"
     r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--heuristic", "fifo",
                                  "--tune", str(tmp_path / "a"), "--tune", str(tmp_path / "b")])
@@ -508,9 +480,9 @@ def test_train_curve_draws_the_searches_one_after_another_and_continues_a_curve(
     # a later search continues the curve from its CSV, after its last search
     c = tmp_path / "c"
     c.mkdir()
-    (c / "config.yaml").write_text(f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1001]\n")
-    (c / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": "3", "elapsed_s": 60.0,
-                                               "valid_avg_jct_s": {"0": 7200.0, "3": 1.1 * 3600}}))
+    (c / "config.yaml").write_text(f"runs: ['default:1000']\noverrides: {TINY}\nvalid_seeds: [1001]\n")
+    (c / "summary.json").write_text(json.dumps({"origin": "origin", "chosen": "g=3", "elapsed_s": 60.0,
+                                               "valid_avg_jct_s": {"origin": 7200.0, "g=3": 1.1 * 3600}}))
     more = tmp_path / "more.png"
     r = CliRunner().invoke(app, ["train-curve", "--curve", str(out.with_suffix(".csv")), "--out", str(more),
                                  "--heuristic", "fifo", "--tune", str(c)])
@@ -518,15 +490,13 @@ def test_train_curve_draws_the_searches_one_after_another_and_continues_a_curve(
     again = [line.split(",") for line in more.with_suffix(".csv").read_text().splitlines()[1:]]
     assert again[:-1] == rows and (again[-1][0], again[-1][1], again[-1][2]) == ("tune", "9.00", "1.1000")
     # the curve's heuristic line must be the heuristic's on the search's seeds
-    (c / "config.yaml").write_text(f"scenario: default\noverrides: {TINY}\nvalid_seeds: [1002]\n")
-    (c / "summary.json").write_text(json.dumps({"weight": 3.0, "chosen": "3", "elapsed_s": 60.0,
-                                               "valid_avg_jct_s": {"0": 7200.0, "3": 1.1 * 3600}}))
+    (c / "config.yaml").write_text(f"runs: ['default:1000']\noverrides: {TINY}\nvalid_seeds: [1002]\n")
     r = CliRunner().invoke(app, ["train-curve", "--curve", str(out.with_suffix(".csv")), "--out", str(more),
                                  "--heuristic", "fifo", "--tune", str(c)])
     assert r.exit_code == 2 and "not the same curve" in r.output
     r = CliRunner().invoke(app, ["train-curve", "--out", str(more), "--tune", str(c)])
     assert r.exit_code == 2 and "one of --run" in r.output
-    (tmp_path / "b" / "config.yaml").write_text("valid_seeds: [1002]\n")
+    (tmp_path / "b" / "config.yaml").write_text("valid_seeds: [1002]\nruns: ['default:1000']\n")
     r = CliRunner().invoke(app, ["train-curve", "--run", str(run_dir), "--out", str(out), "--tune", str(tmp_path / "b")])
     assert r.exit_code == 2 and "held-back seeds" in r.output
 
@@ -553,3 +523,22 @@ def test_a_large_hint_bonus_takes_the_hint_slot_at_every_choice() -> None:
         if term or trunc:
             break
     assert checked > 10
+
+
+def test_tune_searches_the_hint_alone_without_a_checkpoint(tmp_path: Path) -> None:
+    from hrlsched.agent import tune
+
+    with pytest.raises(ValueError, match="checkpoint"):
+        tune.TuneConfig(checkpoint="").validate()
+    cfg = tune.TuneConfig(checkpoint="", hint_alone=True, runs=["default:1000"], overrides=TINY,
+                          vary=["a=0,1"], valid_seeds=[1001], workers=1)
+    res = tune.run(cfg, tmp_path / "out", log=lambda s: None)
+    assert set(res["train"]) == {"paper", "a=1"} and res["label"] in res["train"]
+    assert not (tmp_path / "out" / "best-policy.pt").exists() and not (tmp_path / "out" / "weights").exists()
+    # the paper's point is the registered optimus placed by pack: the same episode
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    ref = summary(simulate(resolve_run_config("default", "optimus+pack", 1000, TINY)), "x", "y")["avg_jct_s"]
+    assert res["train"]["paper"]["default"] == pytest.approx(ref, abs=1e-3)

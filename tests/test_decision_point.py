@@ -23,7 +23,9 @@ from hrlsched.envs import (
 )
 from hrlsched.envs.base import heuristics
 from hrlsched.envs.board import PlacementIndex, crossed_links, link_layout
+from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
+from hrlsched.policies.hint import HintConfig
 from hrlsched.sim.engine import Simulator
 from tests.test_envs import SMALL, open_choices
 
@@ -31,13 +33,14 @@ ENVS = {"allocation": AllocationEnv, "placement": PlacementEnv, "hierarchical": 
 
 
 def point(topology: Topology, *, agent_allocates: bool, agent_places: bool, placement: str = "pack",
-          allocation: str = "fifo", hint: str | None = None, hint_options: dict | None = None,
-          **kw: object) -> DecisionPoint:
-    """A ``DecisionPoint`` with its heuristics by registry name, as the environments make it."""
-    made = heuristics(agent_allocates=agent_allocates, placement=placement, allocation=allocation, hint=hint,
-                      hint_options=hint_options)
+          allocation: str = "fifo", hint: str | None = None, **kw: object) -> DecisionPoint:
+    """A ``DecisionPoint`` with its heuristics by registry name and its hint
+    as ``HintConfig`` text (None: no hint), as the environments make it."""
+    cfg = None if hint is None else HintConfig.parse(hint)
+    made = heuristics(agent_allocates=agent_allocates, placement=placement, allocation=allocation, hint=cfg,
+                      worker_options=kw.get("worker_options", WORKER_OPTIONS))  # type: ignore[arg-type]
     return DecisionPoint(topology, agent_allocates=agent_allocates, agent_places=agent_places, **made._asdict(),
-                         **kw)  # type: ignore[arg-type]
+                         hint_config=cfg, **kw)  # type: ignore[arg-type]
 
 
 def pool(seed: int) -> WorkloadPool:
@@ -268,8 +271,8 @@ def test_allocation_rows_are_the_light_observation() -> None:
     from hrlsched.sim.simulation import Simulation
 
     b = pool(3).built(3)
-    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
-                       hint_options={"remaining_weight": 1.0, "keep_s": 3000.0, "worker_counts": [1, 2, 4, 8]})
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="a=1,h=3000,menu",
+                       worker_options=[1, 2, 4, 8])
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
     view, rng, checked, asyn = sim.reset(3), np.random.default_rng(3), 0, 0
     dp.reset(rng)
@@ -351,9 +354,8 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
     from hrlsched.sim.simulation import Simulation
 
     b = pool(4).built(4)
-    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="optimus",
-                       hint_options={"remaining_weight": 1.0, "keep_frac": 0.2, "worker_counts": [1, 2, 4, 8]},
-                       reserve_running="hint")
+    dp = point(b.topology, agent_allocates=True, agent_places=False, max_jobs=len(b.jobs), hint="a=1,f=0.2,menu,r=hint",
+                       worker_options=[1, 2, 4, 8])
     sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
     view, rng = sim.reset(4), np.random.default_rng(4)
     dp.reset(rng)
@@ -377,7 +379,7 @@ def test_reserve_running_hint_holds_only_the_jobs_the_hint_keeps() -> None:
         view = sim.step(dp.decision()).view
     assert held > 20 and changed > 5
     with pytest.raises(ValueError, match="reserve_running"):
-        point(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, reserve_running="some")
+        point(b.topology, agent_allocates=True, agent_places=False, max_jobs=8, hint="r=some")
 
 
 def test_level2_point_with_nothing_to_place_builds_its_board_only_when_asked() -> None:
@@ -451,8 +453,8 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     rem = np.array([1e5, 1e5, 1e5, 1e5, 1e4, 1e3])  # the last two are the shortest, job 5 first
     got = {}
     for window in ("arrival", "hint", "hint-order"):
-        dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="optimus",
-                           hint_options={"first_order": "remaining"}, window=window, skip_forced=False)
+        dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint=f"first=remaining,win={window}",
+                           skip_forced=False)
         dp.reset(np.random.default_rng(0))
         dp.hint_policy.remaining_steps = lambda v: rem[[j.job_id for j in v.jobs]]  # type: ignore[union-attr]
         more = dp.begin(view)
@@ -477,16 +479,16 @@ def test_window_hint_decides_the_jobs_the_hint_runs_first() -> None:
     with pytest.raises(ValueError, match="permutation"):
         view.permuted([0, 0, 1, 2, 3, 4])
     with pytest.raises(ValueError, match="window"):
-        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, window="hint")  # no hint
+        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="p=none,win=hint")  # no hint
     # recheck_s: each decision asks to be asked again that long after
-    dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=600.0, skip_forced=False)
+    dp = point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="p=none,re=600", skip_forced=False)
     dp.reset(np.random.default_rng(0))
     more = dp.begin(make_view(topo, perf, jobs, time_s=120.0))
     while more:
         more = dp.act(WAIT)
     assert dp.decision().recheck_s == 720.0
     with pytest.raises(ValueError, match="recheck_s"):
-        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, recheck_s=0.0)
+        point(topo, agent_allocates=True, agent_places=False, max_jobs=2, hint="p=none,re=0")
 
 
 @pytest.mark.parametrize("noise", [0.0, 0.5])
@@ -664,7 +666,7 @@ def test_policy_objects_are_checked_and_each_episode_runs_a_fresh_copy() -> None
     with pytest.raises(ValueError, match="hint: expected"):
         DecisionPoint(b.topology, agent_allocates=True, agent_places=False, placement=PackPlacement(), hint="optimus",
                       max_jobs=8)
-    hint = Optimus(remaining_weight=1.0)
+    hint = Optimus(tuning=HintConfig(remaining_weight=1.0))
     dp = DecisionPoint(b.topology, agent_allocates=True, agent_places=False, placement=PackPlacement(), hint=hint,
                        max_jobs=len(b.jobs))
     first = dp.hint_policy
@@ -681,8 +683,8 @@ def test_names_are_refused_with_the_expected_ones_where_they_are_resolved() -> N
     heuristics(agent_allocates=True, allocation="nope")  # (not made where the agent allocates)
     with pytest.raises(ValueError, match=r"placement: unknown placement 'nowhere'; expected one of \[.*'pack'"):
         gym.make("hrlsched/Placement-v0", placement="nowhere")
-    with pytest.raises(ValueError, match=r"hint: unknown allocation policy 'nope'; expected one of \[.*\] or none"):
-        gym.make("hrlsched/Allocation-v0", hint="nope")
+    with pytest.raises(ValueError, match=r"hint.policy: unknown allocation policy 'nope'; expected one of \[.*\] or none"):
+        gym.make("hrlsched/Allocation-v0", hint="p=nope")
 
 
 def test_the_decision_machinery_resolves_no_name() -> None:

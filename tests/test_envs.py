@@ -164,15 +164,21 @@ def test_unmasked_action_by_default_is_counted_and_the_job_waits(env_id: str) ->
 
 
 
-def test_hint_options_reach_the_hint_and_bad_ones_are_named() -> None:
-    env = gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="optimus",
-                   hint_options={"remaining_weight": 1.0}).unwrapped
+def test_the_hint_reaches_the_point_and_bad_settings_are_named() -> None:
+    from hrlsched.policies.hint import HintConfig
+
+    env = gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="a=1,r=hint,re=600").unwrapped
     env.reset(seed=0)
-    assert env.dp.hint_policy.remaining_weight == 1.0
-    with pytest.raises(ValueError, match="hint_options.*'optimus'"):
-        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="optimus", hint_options={"speed": 2.0})
-    with pytest.raises(ValueError, match="without a hint"):
-        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint_options={"remaining_weight": 1.0})
+    assert env.dp.hint_policy.remaining_weight == 1.0 and env.dp.reserve_running == "hint"
+    assert env.dp.recheck_s == 600.0 and env.hint == HintConfig(remaining_weight=1.0, reserve_running="hint",
+                                                                  recheck_s=600.0)
+    with pytest.raises(ValueError, match="unknown setting 'speed'"):
+        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="speed=2")
+    with pytest.raises(ValueError, match="takes no options"):
+        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint=HintConfig(policy="drf", remaining_weight=1.0))
+    with pytest.raises(ValueError, match="unknown allocation policy 'nope'"):
+        gym.make("hrlsched/Allocation-v0", overrides=SMALL, hint="p=nope")
+    assert gym.make("hrlsched/Allocation-v0", overrides=SMALL).unwrapped.dp.hint_policy is None  # no hint
 
 
 @pytest.mark.parametrize("env_id", IDS)

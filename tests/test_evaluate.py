@@ -79,14 +79,15 @@ def test_hint_alone_is_the_hint_heuristic(tmp_path: Path) -> None:
     from hrlsched.config import resolve_run_config
     from hrlsched.experiments import learned
     from hrlsched.policies.base import ComposedScheduler
-    from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
+    from hrlsched.policies.registry import PLACEMENTS
     from hrlsched.run import simulate
 
     sets = ["workload.jobs=20", "workload.duration_h=1"]
     path = ablation.ablated_checkpoints(learned.shipped_checkpoint(), tmp_path)[ablation.HINT_ALONE]
     a = simulate(resolve_run_config("default", "hrl", 1, [*sets, f"checkpoint={path}"])).finish_s
-    kw = learned.load(path)["env_kwargs"]
-    hint = ComposedScheduler(ALLOCATIONS[kw["hint"]].factory(**kw["hint_options"]), PLACEMENTS[kw["placement"]].factory())
+    ck = learned.load(path)
+    kw = ck["env_kwargs"]
+    hint = ComposedScheduler(learned.hint_of(ck).make_policy(kw["worker_options"]), PLACEMENTS[kw["placement"]].factory())
     b = simulate(resolve_run_config("default", "fifo", 1, sets), scheduler=hint).finish_s
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
@@ -182,7 +183,7 @@ def test_compare_writes_markdown_with_its_command(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_pollux_sim_times_ours() -> None:
-    from hrlsched.workload.data import data_dir
+    from hrlsched.data import data_dir
 
     if not (data_dir() / "pollux" / "traces").is_dir():
         pytest.skip("no Pollux traces")

@@ -10,6 +10,7 @@ from hrlsched.perf.analytic import AnalyticModel
 from hrlsched.policies import make_scheduler
 from hrlsched.policies.common import capacity, job_demand
 from hrlsched.policies.drf import DRF
+from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.optimus import Optimus
 from hrlsched.policies.placement.interference_aware import TopologyPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
@@ -92,7 +93,7 @@ def test_optimus_remaining_weight_stops_favouring_the_longest_job() -> None:
     view = make_view(topo, model, jobs)
     got = {}
     for a in (0.0, 1.0):
-        pol = Optimus(remaining_weight=a)
+        pol = Optimus(tuning=HintConfig(remaining_weight=a))
         pol.reset(topo, np.random.default_rng(0))
         pol.remaining_steps = lambda v: np.array([1e3, 1e5])  # type: ignore[method-assign]  # job 1 has 100x the work left
         got[a] = pol.allocate(view)
@@ -109,11 +110,11 @@ def test_optimus_keep_s_keeps_a_running_job_unless_growing_gains_enough() -> Non
     j = job(0, model="dssm", gpus=4, samples=1e7, batch=1024)
     view = make_view(topo, model, [j], placements=[Placement((0,), (0,))])
     for keep_s, want in ((0.0, 4), (1.0, 4), (1e12, 1)):
-        pol = Optimus(keep_s=keep_s)
+        pol = Optimus(tuning=HintConfig(keep_s=keep_s))
         pol.reset(topo, np.random.default_rng(0))
         assert pol.allocate(view)[0].workers == want, keep_s
     with pytest.raises(ValueError, match="keep_s"):
-        Optimus(keep_s=-1.0)
+        Optimus(tuning=HintConfig(keep_s=-1.0))
     with pytest.raises(ValueError, match="worker_counts"):
         Optimus(worker_counts=[0, 2])
 
@@ -130,11 +131,11 @@ def test_optimus_keep_frac_keeps_a_running_job_unless_growing_saves_that_share()
     saved = (t1 - t4) / t1  # the share of its remaining time that growing to 4 workers saves
     assert 0 < saved < 1
     for frac, want in ((0.0, 4), (saved * 0.9, 4), (saved * 1.1, 1)):
-        pol = Optimus(keep_frac=frac)
+        pol = Optimus(tuning=HintConfig(keep_frac=frac))
         pol.reset(topo, np.random.default_rng(0))
         assert pol.allocate(view)[0].workers == want, frac
     with pytest.raises(ValueError, match="keep_frac"):
-        Optimus(keep_frac=-0.1)
+        Optimus(tuning=HintConfig(keep_frac=-0.1))
 
 
 def test_optimus_first_order_remaining_admits_the_shortest_job_first() -> None:
@@ -144,13 +145,13 @@ def test_optimus_first_order_remaining_admits_the_shortest_job_first() -> None:
     view = make_view(topo, model, jobs)
     got = {}
     for order in ("arrival", "remaining"):
-        pol = Optimus(first_order=order)
+        pol = Optimus(tuning=HintConfig(first_order=order))
         pol.reset(topo, np.random.default_rng(0))
         pol.remaining_steps = lambda v: np.array([1e5, 1e3])  # type: ignore[method-assign]  # job 1 is nearly done
         got[order] = set(pol.allocate(view))
     assert got == {"arrival": {0}, "remaining": {1}}
     with pytest.raises(ValueError, match="first_order"):
-        Optimus(first_order="size")
+        Optimus(tuning=HintConfig(first_order="size"))
 
 
 def test_optimus_remaining_from_view_reads_the_predictors_remaining_work() -> None:
@@ -162,7 +163,7 @@ def test_optimus_remaining_from_view_reads_the_predictors_remaining_work() -> No
     view = make_view(topo, model, jobs, progress=[1e6, 1e6])
     got = {}
     for source in ("fit", "view"):
-        pol = Optimus(first_order="remaining", remaining_from=source)
+        pol = Optimus(tuning=HintConfig(first_order="remaining", remaining_from=source))
         pol.reset(topo, np.random.default_rng(0))
         got[source] = set(pol.allocate(view))
         if source == "view":
@@ -170,7 +171,7 @@ def test_optimus_remaining_from_view_reads_the_predictors_remaining_work() -> No
             assert not pol.obs  # nothing observed: no fit to feed
     assert got == {"fit": {0}, "view": {1}}
     with pytest.raises(ValueError, match="remaining_from"):
-        Optimus(remaining_from="truth")
+        Optimus(tuning=HintConfig(remaining_from="truth"))
 
 
 def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
@@ -186,7 +187,7 @@ def test_optimus_worker_counts_keep_allocations_on_the_menu() -> None:
     got = pol.allocate(view)
     assert {a.workers for a in got.values()} <= {1, 2, 4, 8} and len(got) == 3
     with pytest.raises(ValueError, match="remaining_weight"):
-        Optimus(remaining_weight=float("nan"))
+        HintConfig(remaining_weight=float("nan"))
 
 
 def test_tetris_prefers_the_better_aligned_job(topo: Topology, perf: OptimusModel) -> None:
@@ -259,7 +260,7 @@ def test_optimus_observe_rounds_backfills_the_rounds_between_calls() -> None:
     speed = 1024.0 * 10  # ten steps a second
     got = {}
     for obs in (False, True):
-        pol = Optimus(observe_rounds=obs)
+        pol = Optimus(tuning=HintConfig(observe_rounds=obs))
         pol.reset(topo, np.random.default_rng(0))
         for rounds in (5, 6):  # after five rounds, then after one more
             view = make_view(topo, model, [j], progress=[speed * 60.0 * rounds])

@@ -60,7 +60,7 @@ def simulate(
 @app.command()
 def scenarios(json_out: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List the built-in scenarios."""
-    from hrlsched.workload.data import WHERE, data_dir
+    from hrlsched.data import WHERE, data_dir
 
     rows = []
     for name, path in sorted(builtin_scenarios().items()):

@@ -14,10 +14,10 @@ from hrlsched.config import ScenarioConfig
 from hrlsched.core.catalogue import CATALOGUE
 from hrlsched.core.job import Job
 from hrlsched.core.sizing import WorkSizer
+from hrlsched.data import WHERE, DataMissingError, check_data, needs_data, resolve_path
 from hrlsched.perf.base import PerformanceModel
 from hrlsched.perf.registry import make_perf_model
 from hrlsched.sim.engine import EngineConfig
-from hrlsched.workload.data import WHERE, DataMissingError, check_data, needs_data, resolve_path
 from hrlsched.workload.generator import build_generated_workload
 from hrlsched.workload.synthetic import generate_synthetic
 from hrlsched.workload.trace import build_trace_workload

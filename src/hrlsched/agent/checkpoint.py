@@ -10,8 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import torch
+
 from hrlsched.agent.common import checkpoint as common
 from hrlsched.agent.nets import HRLNet, NetConfig, feature_schema
+from hrlsched.envs.candidates import WORKER_OPTIONS
+from hrlsched.errors import CheckpointError
+from hrlsched.policies.hint import HintConfig
 
 
 def policy_payload(net: HRLNet, part: str, env_kwargs: dict[str, Any], **extra: Any) -> dict[str, Any]:
@@ -48,3 +53,60 @@ def build_net(ck: dict[str, Any]) -> HRLNet:
     net.load_state_dict(ck["state_dict"])
     net.eval()
     return net
+
+
+#: the entries of a checkpoint's ``env_kwargs`` that hold its hint (``HintConfig.env_kwargs``)
+HINT_KEYS = ("hint", "hint_options", "reserve_running", "window", "recheck_s")
+
+
+def hint_of(ck: dict[str, Any]) -> HintConfig:
+    """The hint of an hrl checkpoint: its ``env_kwargs``' hint entries and
+    its network's two rule weights (``gap``, ``bonus``)."""
+    net, state = ck["net"]["net"], ck["state_dict"]
+    gap = float(state["gap"]) if net.get("hint_gap") else 0.0
+    bonus = float(state["bonus"]) if net.get("hint_bonus") else None
+    try:
+        return HintConfig.from_env_kwargs(ck["env_kwargs"], gap, bonus)
+    except ValueError as e:
+        raise CheckpointError(f"checkpoint: {e}") from None
+
+
+def with_hint(ck: dict[str, Any], hint: HintConfig) -> dict[str, Any]:
+    """A copy of a level-1 checkpoint (without what only training needs)
+    whose hint is ``hint``: its ``env_kwargs``' hint entries and its
+    network's rule weights, the rest of the network unchanged."""
+    if ck.get("part") != "allocate":
+        raise CheckpointError(f"hint: expected a level-1 checkpoint (part 'allocate'), got {ck.get('part')!r}")
+    if hint.policy is None:
+        raise CheckpointError("hint: the rule weights compare with the hint's choice; expected a hint policy "
+                              "(e.g. p=optimus)")
+    menu = ck["env_kwargs"].get("worker_options", WORKER_OPTIONS)
+    try:
+        hint.make_policy(menu)
+    except ValueError as e:
+        raise CheckpointError(str(e)) from None
+    net = dict(ck["net"])
+    net["net"] = {**net["net"], "hint_gap": True, "hint_bonus": hint.bonus is not None}
+    state = dict(ck["state_dict"])
+    state["gap"] = torch.tensor(hint.gap)
+    state.pop("bonus", None)
+    if hint.bonus is not None:
+        state["bonus"] = torch.tensor(hint.bonus)
+    kw = {k: v for k, v in ck["env_kwargs"].items() if k not in HINT_KEYS[1:]}  # "hint" keeps its place
+    kw.update(hint.env_kwargs(menu))
+    # (``hint_gap_weight``: older files' copy of ``gap``, one home now)
+    keep = {k: v for k, v in ck.items() if k not in ("optimizer", "rng", "hint_gap_weight")}
+    return {**keep, "net": net, "state_dict": state, "env_kwargs": kw}
+
+
+def env_args(env_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint's ``env_kwargs`` as the environments' keyword arguments:
+    its hint entries as one ``HintConfig`` (the rule weights, which the
+    network holds, left at their defaults)."""
+    kw = {k: v for k, v in env_kwargs.items() if k not in HINT_KEYS}
+    if env_kwargs.get("hint"):
+        try:
+            kw["hint"] = HintConfig.from_env_kwargs(env_kwargs)
+        except ValueError as e:
+            raise CheckpointError(f"env_kwargs: {e}") from None
+    return kw

@@ -29,8 +29,9 @@ from hrlsched.agent.nets import GAP_COLUMNS, GAP_SCALE
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
-from hrlsched.envs.candidates import KEEP
+from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
+from hrlsched.policies.hint import HintConfig
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
 
@@ -55,6 +56,8 @@ class HRLScheduler(Scheduler):
         self.net = ckpt.build_net(self.ck)
         self.part: str = self.ck["part"]
         self.env_kwargs: dict[str, Any] = self.ck["env_kwargs"]
+        # the hint and how a point uses it (level 1; None for a placement-only checkpoint)
+        self.hint: HintConfig | None = ckpt.hint_of(self.ck) if self.part != "place" else None
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
@@ -70,13 +73,14 @@ class HRLScheduler(Scheduler):
         # so a larger cluster is not starved by the training padding.
         max_jobs = max(int(kw.get("max_jobs", 64)), topology.n_gpus)
         allocates = self.part != "place"
+        hint = self.hint if allocates else None
         made = heuristics(agent_allocates=allocates, placement=kw.get("placement", "pack"),
-                          allocation=kw.get("allocation", "optimus"), hint=kw.get("hint"),
-                          hint_options=kw.get("hint_options"))
+                          allocation=kw.get("allocation", "optimus"), hint=hint,
+                          worker_options=kw.get("worker_options", WORKER_OPTIONS))
         self.dp = DecisionPoint(
             topology, agent_allocates=allocates, agent_places=self.part != "allocate", **made._asdict(),
-            max_jobs=max_jobs, **{k: kw[k] for k in ("worker_options", "ps_options", "reserve_running", "window",
-                                                     "recheck_s") if k in kw},
+            max_jobs=max_jobs, hint_config=hint,
+            **{k: kw[k] for k in ("worker_options", "ps_options") if k in kw},
         )
         self.dp.reset(rng)
         self.steps = 0

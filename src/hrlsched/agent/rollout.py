@@ -22,6 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from hrlsched.agent.checkpoint import env_args
+
 ENV_IDS = {"allocate": "hrlsched/Allocation-v0", "place": "hrlsched/Placement-v0", "all": "hrlsched/Hierarchical-v0"}
 INT_KEYS = ("gpu_groups",)
 BOOL_KEYS = ("job_mask", "gpu_mask", "socket_mask", "link_mask", "current_job", "action_mask")
@@ -74,7 +76,7 @@ def make_env(part: str, workload_seed: int, env_kwargs: dict[str, Any]) -> Any:
 
     import hrlsched.envs  # noqa: F401  (registers the environments)
 
-    return gym.make(ENV_IDS[part], seeds=[workload_seed], **env_kwargs).unwrapped
+    return gym.make(ENV_IDS[part], seeds=[workload_seed], **env_args(env_kwargs)).unwrapped
 
 
 _ENVS: dict[tuple, list[Any]] = {}

@@ -55,6 +55,7 @@ from hrlsched.agent.common.training_run import RunConfig
 from hrlsched.agent.nets import HRLNet, NetConfig
 from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
 from hrlsched.envs.candidates import WORKER_OPTIONS
+from hrlsched.policies.hint import HintConfig
 
 LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
 METRICS = ["iteration", "env_steps", "horizon_h", "steps", "return", "avg_jct_h_finished", "ent_coef", "rollout_s",
@@ -67,8 +68,9 @@ class TrainConfig(RunConfig):
     level: str = "1"  # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
-    hint: str | None = "optimus"  # the heuristic whose choice level 1 sees as a feature (None: none)
-    hint_options: dict[str, float] = field(default_factory=dict)  # its constructor's arguments
+    # level 1's hint and rule weights (policies.hint.HintConfig as text, e.g. "a=1.25,menu,g=8";
+    # "": the paper's Optimus; "p=none": no hint); None: the --init checkpoint's, else ""
+    hint: str | None = None
     # the level-1 menu's worker counts (a finer menu, 1-8, 12, 16, 24, 32, did not help the cloned policy)
     worker_options: list[int] = field(default_factory=lambda: list(WORKER_OPTIONS))
     max_jobs: int = 64
@@ -115,6 +117,11 @@ class TrainConfig(RunConfig):
         if self.advantage not in ("decima", "gae"):
             raise ValueError(f"advantage: expected 'decima' or 'gae', got {self.advantage!r}")
         NetConfig(**self.net)
+        self.hint_config()
+
+    def hint_config(self) -> HintConfig | None:
+        """Level 1's hint (None at level 2, which has none)."""
+        return None if self.level == "2" else HintConfig.parse(self.hint or "")
 
     @property
     def part(self) -> str:
@@ -124,12 +131,11 @@ class TrainConfig(RunConfig):
         kw: dict[str, Any] = {"scenario": self.scenario, "overrides": list(self.overrides),
                               "max_jobs": self.max_jobs, "placement": self.placement,
                               "worker_options": list(self.worker_options)}
-        if self.level == "2":
+        hint = self.hint_config()
+        if hint is None:
             kw["allocation"] = self.allocation
-        elif self.hint is not None:
-            kw["hint"] = self.hint
-            if self.hint_options:
-                kw["hint_options"] = dict(self.hint_options)
+        else:
+            kw.update(hint.env_kwargs(self.worker_options))
         return kw
 
 
@@ -163,6 +169,13 @@ class Trainer:
         self.cfg, self.out, self.log = cfg, Path(out), log
         self.out.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
+        init_ck = ckpt.load(init) if init is not None and not resume else None
+        if cfg.hint is None and init_ck is not None and init_ck["part"] != "place" and cfg.level != "2":
+            cfg.hint = ckpt.hint_of(init_ck).text()  # the initial weights' hint, rules and all (config.yaml)
+        hint = cfg.hint_config()
+        if hint is not None:  # the rule weights are parameters of the network: it has them where the hint sets them
+            cfg.net = {**cfg.net, "hint_gap": bool(cfg.net.get("hint_gap")) or hint.gap != 0,
+                       "hint_bonus": bool(cfg.net.get("hint_bonus")) or hint.bonus is not None}
         self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level != "2", places=cfg.level != "1")
         self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5)
         self.rng = np.random.default_rng(cfg.seed)
@@ -179,12 +192,18 @@ class Trainer:
                 raise common_ckpt.CheckpointError(f"--resume: {last} does not exist; start without --resume")
             self._restore(ckpt.load(last))
             self.log(f"resumed from {last}: iteration {self.iteration}, {self.env_steps} env steps")
-        elif init is not None:
-            ck = ckpt.load(init)
-            missing, unexpected = self.net.load_state_dict(ck["state_dict"], strict=False)
-            self.bc_done = not cfg.bc_after_init
-            self.log(f"initialised from {init}" + (f" (new heads: {sorted({k.split('.')[0] for k in missing})})"
-                                                   if missing else ""))
+        else:
+            if init_ck is not None:
+                missing, unexpected = self.net.load_state_dict(init_ck["state_dict"], strict=False)
+                self.bc_done = not cfg.bc_after_init
+                self.log(f"initialised from {init}" + (f" (new heads: {sorted({k.split('.')[0] for k in missing})})"
+                                                       if missing else ""))
+            if hint is not None:  # the hint's rule weights, as set (an --init checkpoint's are its own)
+                with torch.no_grad():
+                    if hint.gap:
+                        self.net.gap.fill_(hint.gap)
+                    if hint.bonus is not None:
+                        self.net.bonus.fill_(hint.bonus)
 
     # -- checkpoints
     def _payload(self) -> dict[str, Any]:

@@ -153,7 +153,7 @@ def gavel_ratios(path: str | Path, models: Mapping[str, int]) -> dict[str, dict[
 
 
 def gavel_path() -> Path:
-    from hrlsched.workload.data import data_dir  # a leaf module: no workload code is imported
+    from hrlsched.data import data_dir
 
     return data_dir() / GAVEL_FILE
 

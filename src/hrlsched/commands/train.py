@@ -38,6 +38,7 @@ def register_train(app: typer.Typer) -> None:
     ) -> None:
         """Train the agent; writes checkpoints every few minutes and keeps the
         best one on held-back seeds (100-104)."""
+        from hrlsched.agent.common.seeds import parse_seeds
         from hrlsched.agent.common.training_run import run_config, write_config
         from hrlsched.agent.train import TrainConfig, Trainer
         from hrlsched.errors import CheckpointError
@@ -148,18 +149,6 @@ AGENTS = {"hrl": "hrlsched.agent.train:Trainer", "dl2": "hrlsched.rivals.dl2:Tra
           "harmony": "hrlsched.rivals.harmony:Trainer"}
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``1000-1063`` or ``1000,1005,1010``."""
-    out: list[int] = []
-    for part in text.split(","):
-        a, sep, b = part.strip().partition("-")
-        try:
-            out += list(range(int(a), int(b) + 1)) if sep else [int(a)]
-        except ValueError:
-            raise ValueError(f"--seeds {text!r}: expected integers or ranges like 1000-1063") from None
-    return out
-
-
 def _pool(backend: str, workers: int):  # noqa: ANN202
     if backend == "ray":
         from hrlsched.agent.ray_pool import RayRolloutPool
@@ -194,6 +183,7 @@ def register_curve(app: typer.Typer) -> None:
         import numpy as np
         import yaml
 
+        from hrlsched.agent.tune import parse_run
         from hrlsched.config import resolve_run_config
         from hrlsched.io import write_text
         from hrlsched.run import simulate
@@ -234,9 +224,10 @@ def register_curve(app: typer.Typer) -> None:
             ref_before = float(next(iter(before))[1])
             try:
                 first = yaml.safe_load((tune[0] / "config.yaml").read_text())
-                seeds, scenario, overrides = first["valid_seeds"], first["scenario"], first.get("overrides", [])
-            except (OSError, KeyError, TypeError, yaml.YAMLError) as e:
-                err.print(f"[red]error:[/red] --tune {tune[0]}: {e}")
+                (scenario, _), = [parse_run(r) for r in first["runs"]]  # one scenario: the curve's
+                seeds, overrides = first["valid_seeds"], first.get("overrides", [])
+            except (OSError, KeyError, TypeError, ValueError, yaml.YAMLError) as e:
+                err.print(f"[red]error:[/red] --tune {tune[0]}: expected a search on one scenario ({e})")
                 raise typer.Exit(2) from None
             title, name = "level 1", f"PPO ({curve.name})"  # (searches tune level-1 checkpoints only)
         # The searches branch off the run's first evaluated (cloned) weights: their time starts there,
@@ -249,14 +240,17 @@ def register_curve(app: typer.Typer) -> None:
             except (OSError, ValueError, KeyError, yaml.YAMLError) as e:
                 err.print(f"[red]error:[/red] --tune {d}: {e}")
                 raise typer.Exit(2) from None
+            if "origin" not in ts:
+                err.print(f"[red]error:[/red] --tune {d}: a search of an older version (no 'origin' in summary.json)")
+                raise typer.Exit(2)
             if list(tseeds) != list(seeds):
                 err.print(f"[red]error:[/red] --tune {d}: held-back seeds {tseeds}, the run's are {seeds}")
                 raise typer.Exit(2)
             v = ts["valid_avg_jct_s"]
             if not tuned:
-                tuned.append((t, v["0"] / 3600))  # where the searches started: the weights as cloned
+                tuned.append((t, v[ts["origin"]] / 3600))  # where the searches started: the weights as cloned
             t += ts["elapsed_s"] / 60
-            tuned.append((t, v[ts.get("chosen", f"{ts['weight']:g}")] / 3600))
+            tuned.append((t, v[ts["chosen"]] / 3600))
         ref = float(np.mean([summary(simulate(resolve_run_config(scenario, heuristic, s, overrides)),
                                      heuristic, scenario)["avg_jct_s"] for s in seeds])) / 3600
         if ref_before is not None and abs(ref - ref_before) > 5e-5:

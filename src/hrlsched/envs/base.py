@@ -33,7 +33,7 @@ The action space's ``sample()`` draws among the actions valid now.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, NamedTuple
 
 import gymnasium as gym
@@ -47,11 +47,12 @@ from hrlsched.envs.decision import ALLOCATE, PLACE, DecisionPoint, InvalidAction
 from hrlsched.envs.masks import HeuristicFeasibility, PartialPlacement
 from hrlsched.envs.pool import WorkloadPool
 from hrlsched.policies.base import AllocationPolicy
+from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.registry import ALLOCATIONS, PLACEMENTS
 from hrlsched.sim.simulation import Simulation, StepResult
 
-__all__ = ["ALLOCATE", "PLACE", "Heuristics", "InvalidActionError", "MaskedDiscrete", "SchedulingEnv", "heuristics"]
+__all__ = ["ALLOCATE", "PLACE", "Heuristics", "InvalidActionError", "MaskedDiscrete", "SchedulingEnv", "as_hint", "heuristics"]
 
 
 class Heuristics(NamedTuple):
@@ -63,13 +64,13 @@ class Heuristics(NamedTuple):
     hint: AllocationPolicy | None
 
 
-def heuristics(*, agent_allocates: bool, placement: str = "pack", allocation: str = "fifo", hint: str | None = None,
-               hint_options: Mapping[str, float] | None = None) -> Heuristics:
+def heuristics(*, agent_allocates: bool, placement: str = "pack", allocation: str = "fifo",
+               hint: HintConfig | None = None, worker_options: Sequence[int] = WORKER_OPTIONS) -> Heuristics:
     """A ``DecisionPoint``'s heuristics by registry name: the ``placement``
     (job by job), the ``allocation`` (made only where the agent does not
-    allocate) and the ``hint`` made with its constructor's arguments
-    ``hint_options``. Unknown names and options that do not fit are refused
-    by name."""
+    allocate) and the hint policy of ``hint`` (``HintConfig.make_policy``,
+    on the menu ``worker_options``; None: no hint). Unknown names and
+    options that do not fit are refused by name."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement: unknown placement {placement!r}; expected one of {sorted(PLACEMENTS)}")
     pol = PLACEMENTS[placement].factory()
@@ -77,20 +78,19 @@ def heuristics(*, agent_allocates: bool, placement: str = "pack", allocation: st
         raise ValueError(f"placement {placement!r}: expected a job-by-job placement policy")
     if not agent_allocates and allocation not in ALLOCATIONS:
         raise ValueError(f"allocation: unknown policy {allocation!r}; expected one of {sorted(ALLOCATIONS)}")
-    if hint is not None and hint not in ALLOCATIONS:
-        raise ValueError(f"hint: unknown allocation policy {hint!r}; expected one of {sorted(ALLOCATIONS)} "
-                         "or none")
-    options = dict(hint_options or {})
-    if options and hint is None:
-        raise ValueError(f"hint_options: {options} given without a hint")
-    made: AllocationPolicy | None = None
-    if hint is not None:
-        try:
-            made = ALLOCATIONS[hint].factory(**options)  # type: ignore[assignment]
-        except TypeError as e:
-            raise ValueError(f"hint_options: {options} do not fit the hint {hint!r}: {e}") from None
+    made = hint.make_policy(worker_options) if hint is not None else None
     alloc: AllocationPolicy | None = None if agent_allocates else ALLOCATIONS[allocation].factory()  # type: ignore[assignment]
     return Heuristics(pol, alloc, made)
+
+
+def as_hint(hint: HintConfig | str | None) -> HintConfig | None:
+    """A hint given as a ``HintConfig``, as its text (``HintConfig.parse``,
+    e.g. ``"a=1.25,menu"``; ``""``: the paper's Optimus), or None (no hint)."""
+    if hint is None or isinstance(hint, HintConfig):
+        return hint
+    if isinstance(hint, str):
+        return HintConfig.parse(hint)
+    raise ValueError(f"hint: expected a HintConfig, its text (e.g. 'a=1.25,menu') or None, got {hint!r}")
 
 
 class MaskedDiscrete(spaces.Discrete):
@@ -142,19 +142,11 @@ class SchedulingEnv(gym.Env):
       ``gymnasium``'s ``check_env`` passes: its determinism check samples an
       action before it resets the environment, so the action may be masked
       at that state, however the action space samples.
-    - ``hint``: an allocation heuristic (by name, e.g. ``"optimus"``) run at
-      every decision point whose choices the level-1 observation shows
-      (``hint_workers`` per job, ``is_hint`` per candidate); None: those
-      features are zero. ``hint_options``: its constructor's arguments
-      (e.g. ``{"remaining_weight": 1.0}`` for ``optimus``).
-    - ``reserve_running``: the running jobs hold their room until their turn
-      (True), not at all (False), or only those the hint keeps (``"hint"``;
-      ``DecisionPoint``).
-    - ``window``: which jobs a point decides, the first ``max_jobs`` in
-      arrival order (``"arrival"``) or in the hint's order (``"hint"``;
-      ``DecisionPoint``).
-    - ``recheck_s``: with decision points at events, a point also this many
-      seconds after the last one (``DecisionPoint``); None: events only.
+    - ``hint``: the hint, an allocation heuristic run at every decision
+      point whose choices the level-1 observation shows (``hint_workers``
+      per job, ``is_hint`` per candidate), with how the point uses it
+      (``policies.hint.HintConfig``, or its text, e.g. ``"a=1.25,menu"``;
+      ``""``: the paper's Optimus); None: no hint, those features are zero.
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -183,11 +175,7 @@ class SchedulingEnv(gym.Env):
         reward_jobs: float = 10.0,
         skip_forced: bool = True,
         invalid_action: str = "fallback",
-        hint: str | None = None,
-        hint_options: Mapping[str, float] | None = None,
-        reserve_running: bool | str = True,
-        window: str = "arrival",
-        recheck_s: float | None = None,
+        hint: HintConfig | str | None = None,
     ) -> None:
         if invalid_action not in ("raise", "fallback"):
             raise ValueError(f"invalid_action: expected 'raise' or 'fallback', got {invalid_action!r}")
@@ -195,15 +183,17 @@ class SchedulingEnv(gym.Env):
         self.invalid_actions = 0
         self.pool = pool if pool is not None else WorkloadPool(scenario, seeds, overrides)
         self.topo = self.pool.built(self.pool.seeds[0]).topology
-        self.hint_name = hint if self.agent_allocates else None  # (the hint runs only where the agent allocates)
-        made = heuristics(agent_allocates=self.agent_allocates, placement=placement, allocation=allocation, hint=hint,
-                          hint_options=hint_options)
+        cfg = as_hint(hint) if self.agent_allocates else None  # (the hint runs only where the agent allocates)
+        self.hint = cfg
+        self.hint_name = cfg.policy if cfg is not None else None
+        made = heuristics(agent_allocates=self.agent_allocates, placement=placement, allocation=allocation, hint=cfg,
+                          worker_options=worker_options)
         dp = DecisionPoint(
             self.topo, agent_allocates=self.agent_allocates, agent_places=self.agent_places,
             **made._asdict(), max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,
             ps_options=ps_options, max_tasks_per_gpu=max_tasks_per_gpu, skip_forced=skip_forced,
-            reserve_running=reserve_running, window=window, recheck_s=recheck_s,
+            hint_config=cfg,
         )
         self.dp = dp
         self.placement_policy = dp.placement_policy

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import bisect
 import copy
-import math
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -56,6 +55,7 @@ from hrlsched.envs.masks import (
 from hrlsched.envs.observe import Observer
 from hrlsched.envs.pricing import Pricing, bound
 from hrlsched.policies.base import Allocation, AllocationPolicy
+from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
 
 ALLOCATE, PLACE = 0, 1
@@ -97,26 +97,15 @@ class DecisionPoint:
       its choice (``hint_workers`` per job, the nearest menu slot as
       ``is_hint``), so that a network can learn where to depart from it.
       None: those features are zero.
-    - ``reserve_running`` (level 1): the running jobs hold their room until
-      they are decided, so a job decided before them cannot take their GPUs
-      and force them to restart (the heuristic schedulers commit the jobs
-      they keep first); a running job's room is given back when its turn
-      comes, whatever it then chooses. ``"hint"``: only the running jobs
-      that the hint keeps as they run hold their room (a job the hint
-      changes restarts anyway, and holding its room kept earlier jobs from
-      the GPUs the hint meant them to have: menu slots below the hint's).
-    - ``window`` (level 1, with a hint): which jobs a point decides, the
-      first ``max_jobs`` of its jobs in arrival order (``"arrival"``), or in
-      the hint's order (``"hint"``): the jobs the hint runs in its priority
-      order (``AllocationPolicy.priority``), then the others in arrival
-      order; those are decided in arrival order (as the hint's own
-      allocation is placed), or in the hint's order (``"hint-order"``).
-      The point then works on the view with its jobs so ordered
-      (``ClusterView.permuted``; ``self.view``), so ``k`` indexes that order.
-    - ``recheck_s``: each decision asks to be asked again this many seconds
-      later even if no job arrives or finishes (``Decision.recheck_s``, under
-      decision points at events), e.g. the hint's own re-allocation interval
-      (``Optimus.interval_s``, 600 s); None: at the next event only.
+    - ``hint_config`` (level 1): the hint's settings (``HintConfig``, the one
+      home of their docs and validation): which running jobs hold their room
+      until their turn (``reserve_running``), which jobs a point decides and
+      in which order (``window``; the point then works on the view with its
+      jobs so ordered, ``ClusterView.permuted``, ``self.view``, so ``k``
+      indexes that order), and a decision's ``recheck_s`` (asked again
+      that many seconds later even if no job arrives or finishes). None:
+      the defaults (all running jobs hold their room, arrival order, at
+      events only).
     - ``rescue_idle``: a point that runs no job at all starts the first job
       the heuristic placement can place (at its request, else one worker);
       needed with decision points at events, where an idle cluster would
@@ -148,9 +137,7 @@ class DecisionPoint:
         skip_forced: bool = True,
         rescue_idle: bool = True,
         hint: AllocationPolicy | None = None,
-        reserve_running: bool | str = True,
-        window: str = "arrival",
-        recheck_s: float | None = None,
+        hint_config: HintConfig | None = None,
     ) -> None:
         if not (agent_allocates or agent_places):
             raise ValueError("DecisionPoint: the agent must decide at least one level")
@@ -197,10 +184,11 @@ class DecisionPoint:
         )
         self.skip_forced = bool(skip_forced)
         self.rescue_idle = bool(rescue_idle)
-        self.hint = Hint(hint if self.agent_allocates else None, window, reserve_running, self.max_jobs)
-        if recheck_s is not None and not (recheck_s > 0 and math.isfinite(recheck_s)):
-            raise ValueError(f"recheck_s: expected a positive number of seconds or None, got {recheck_s!r}")
-        self.recheck_s = None if recheck_s is None else float(recheck_s)
+        cfg = hint_config if hint_config is not None else HintConfig(policy=None)
+        if not isinstance(cfg, HintConfig):
+            raise ValueError(f"hint_config: expected a HintConfig or None, got {type(cfg).__name__}")
+        self.hint = Hint(hint if self.agent_allocates else None, cfg, self.max_jobs)
+        self.recheck_s = cfg.recheck_s
         self.pricing = Pricing(t, topo.n_gpus)
         self.masks = CandidateMasks(t, self.n_actions, self.feas, self.pricing)
         self.place_masks = PlacementMasks(self.n_actions, self.place_off, self.max_gpus, self.defer_action, topo)

@@ -18,12 +18,7 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.envs.candidates import WAIT, CandidateTable, nearest_slot
 from hrlsched.policies.base import Allocation, AllocationPolicy
-
-#: ``reserve_running`` by its command-line name: which running jobs hold their room until their turn
-RESERVE_RUNNING: dict[str, bool | str] = {"all": True, "none": False, "hint": "hint"}
-#: ``window``: which jobs a point decides (the first ``max_jobs`` of arrival order, or of the hint's order)
-#: and in which order (arrival order, or the hint's for ``"hint-order"``)
-WINDOWS = ("arrival", "hint", "hint-order")
+from hrlsched.policies.hint import HintConfig
 
 
 class Hint:
@@ -33,19 +28,17 @@ class Hint:
       options), or None: no hint (its features are zero). Each episode runs
       on a fresh copy of it (``reset``), as made, so that no episode sees
       what another left in it.
-    - ``window``, ``reserve_running``: see ``DecisionPoint``.
+    - ``config``: the hint's settings (``HintConfig``: ``window``,
+      ``reserve_running``; validated there).
     """
 
-    def __init__(self, policy: AllocationPolicy | None, window: str, reserve_running: bool | str,
-                 max_jobs: int) -> None:
-        if reserve_running not in RESERVE_RUNNING.values():
-            raise ValueError(f"reserve_running: expected true, false or 'hint', got {reserve_running!r}")
-        if window not in WINDOWS or (window != "arrival" and policy is None):
-            raise ValueError(f"window: expected one of {WINDOWS} ('hint' with a hint and the agent allocating), "
-                             f"got {window!r}")
+    def __init__(self, policy: AllocationPolicy | None, config: HintConfig, max_jobs: int) -> None:
+        if config.window != "arrival" and policy is None:
+            raise ValueError(f"hint.window: {config.window!r} orders jobs by the hint, but there is no hint here "
+                             "(a hint runs where the agent allocates)")
         self.template = policy
-        self.window = window
-        self.reserve_running = reserve_running
+        self.window = config.window
+        self.reserve_running = config.reserve_running
         self.max_jobs = max_jobs
         self.policy: AllocationPolicy | None = None  # this episode's
         self.allocs: dict[int, Allocation] = {}  # the hint's allocations at this point, by job id

@@ -24,6 +24,7 @@ content (a changed checkpoint gives new files, hence new runs)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -71,10 +72,12 @@ def hint_alone(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]
 
 
 def describe_hint(ck: dict[str, Any]) -> str:
-    """The hint heuristic that ``hint_alone`` plays, e.g. ``optimus(remaining_weight=1.25, ...)+pack``."""
-    kw = ck["env_kwargs"]
-    opts = ", ".join(f"{k}={v}" for k, v in kw.get("hint_options", {}).items())
-    return f"{kw.get('hint')}({opts})+{kw.get('placement', 'pack')}"
+    """The hint heuristic that ``hint_alone`` plays, e.g. ``optimus(a=1.25,f=0.2,...)+pack``
+    (its settings as ``HintConfig.text`` prints them, the rule weights left out)."""
+    from hrlsched.experiments import learned
+
+    hint = dataclasses.replace(learned.hint_of(ck), gap=0.0, bonus=None)
+    return f"{hint.policy}({dataclasses.replace(hint, policy='optimus').text()})+{ck['env_kwargs'].get('placement', 'pack')}"
 
 
 def source_tag(path: Path) -> str:

@@ -127,11 +127,11 @@ def evaluate(
     ``rival_checkpoints``: DL2's or Harmony's weights by name (default:
     the shipped ones)."""
     from hrlsched.config import dump_run_config, resolve_run_config
+    from hrlsched.data import check_data
     from hrlsched.experiments import learned
     from hrlsched.experiments.ablation import ablated_checkpoints
     from hrlsched.experiments.compare import bounds, run_all
     from hrlsched.outdir import check_writable
-    from hrlsched.workload.data import check_data
 
     out = Path(out)
     if not seeds:

@@ -19,6 +19,7 @@ rules are its teacher's, DRF's."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -110,9 +111,9 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
     jobs hold their room until their turn (all, none, hint; default the
     checkpoint's)."""
     from hrlsched.config import resolve_run_config
-    from hrlsched.envs.hint import RESERVE_RUNNING
     from hrlsched.experiments import learned
     from hrlsched.experiments.ablation import hint_alone, rules_only
+    from hrlsched.policies.hint import RESERVE_RUNNING
     from hrlsched.run import simulate
     from hrlsched.sim.metrics import summary
 
@@ -128,7 +129,7 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
                          "(part 'allocate', static_point), as the shipped checkpoint; this one is part "
                          f"{sched.part!r}")
     if reserve is not None:
-        sched.env_kwargs = {**sched.env_kwargs, "reserve_running": RESERVE_RUNNING[reserve]}
+        sched.hint = dataclasses.replace(sched.hint, reserve_running=RESERVE_RUNNING[reserve])
     nets = {"agent": sched.net, "rules": learned.build_net(rules_only(sched.ck, str(path))),
             "hint": learned.build_net(hint_alone(sched.ck, str(path)))}
     watcher = _Watcher(sched, {k: learned.CandidateScorer(n) for k, n in nets.items()}, play, examples)
@@ -137,7 +138,7 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
     n = sum(watcher.counts.values())
     return {
         "scenario": cfg.scenario.name, "seed": seed, "checkpoint": str(path), "played": play,
-        "reserve_running": sched.env_kwargs.get("reserve_running", True), "choices": n,
+        "reserve_running": sched.hint.reserve_running, "choices": n,
         "counts": dict(watcher.counts.most_common()), "rules_not_hint": watcher.rules_not_hint,
         "agent_is_hint": watcher.agent_is_hint,
         "examples": watcher.examples, "avg_jct_s": float(summary(res, "hrl", cfg.scenario.name)["avg_jct_s"]),

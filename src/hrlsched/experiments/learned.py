@@ -10,14 +10,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hrlsched.agent.checkpoint import build_net, load
+from hrlsched.agent.checkpoint import build_net, hint_of, load
 from hrlsched.agent.common.checkpoint import save
 from hrlsched.agent.common.checkpoint import shipped_checkpoint as shipped
 from hrlsched.agent.policy import SHIPPED, CandidateScorer, HRLScheduler
 from hrlsched.errors import CheckpointError
 
 __all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "dl2_against_drf",
-           "harmony_allocation", "load", "save", "score_with", "shipped_checkpoint"]
+           "harmony_allocation", "hint_of", "load", "save", "score_with", "shipped_checkpoint"]
 
 
 def shipped_checkpoint() -> Path:

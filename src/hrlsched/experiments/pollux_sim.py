@@ -114,7 +114,7 @@ def against_pollux(policy: str = "tiresias", workload: int = 6, sim_dir: Path | 
     """Both simulators timed on one workload and policy (see the module's
     docstring): the lines to print. ``sim_dir``: the Pollux simulator's
     folder (None or absent: the published result instead)."""
-    from hrlsched.workload.data import data_dir
+    from hrlsched.data import data_dir
 
     data = data or data_dir()
     if not (data / "pollux" / "traces").is_dir():

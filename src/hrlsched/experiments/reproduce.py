@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from hrlsched.workload.data import data_dir
+from hrlsched.data import data_dir
 
 # Our policy name -> (label in the paper, folder of the authors' results).
 POLLUX_TABLE: dict[str, tuple[str, str]] = {

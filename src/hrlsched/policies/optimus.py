@@ -22,40 +22,21 @@ Rules followed:
 - Placement (Sec. 4.2): its own ``optimus`` placement: the fewest servers
   that hold the job, workers and PSs spread evenly over them.
 
-Extensions, off in the registered ``optimus`` (the paper's rules
-above); the ``hrl`` agent's hint uses them with values its ``tune`` search
-fits (docs/agent.md):
-- ``remaining_weight`` a: each gain is divided by T^a, T the job's remaining
-  time at its allocation so far, so a = 1 ranks tasks by the *relative* drop
-  of a job's remaining time. The paper's absolute drop (a = 0) favours the
-  longest jobs, which is the opposite of shortest-remaining-first, the rule
-  that minimises average completion time on one machine.
-- ``keep_s`` h: a running job that would grow keeps its current allocation
-  unless growing shortens its remaining time by at least h seconds (the
-  restart a change costs is not in the paper's gain).
-- ``worker_counts``: a job's workers step along these counts (the agent's
-  menu, e.g. 1, 2, 4, 8, 16, 32) instead of one at a time, so that the
-  menu slot of the hint is the hint itself.
-- ``keep_frac`` f: as ``keep_s``, the threshold a share f of the job's
-  remaining time at its current allocation (a number of seconds does not
-  carry across workloads whose jobs run minutes or days).
-- ``first_order``: ``"remaining"`` gives the first worker of each job in
-  order of its predicted remaining time at one worker (shortest first, as
-  shortest-remaining-first admits jobs) instead of arrival order, which
-  matters when there are more jobs than free GPUs.
-- ``observe_rounds``: each job's loss is observed once per round it ran
-  since the last call (at steps spread evenly over the progress made), as
-  when the policy is asked every round, instead of once per call; for a
-  caller asked only at arrivals and completions (the ``hrl`` agent's hint),
-  whose fits would otherwise rest on a few points (a real job logs its loss
-  whether or not the scheduler is asked). Asked every round, it changes
-  nothing.
-- ``remaining_from``: ``"view"`` takes each job's remaining steps from the
-  view's remaining work (the scenario's predictor: exact unless
-  ``sim.predictor.work_noise`` sets an error; oracle schedulers see the
-  truth) instead of the paper's loss-curve fit (``"fit"``), which on real
-  traces, whose jobs stop at a step count rather than a loss, errs by
-  factors early in a job.
+Extensions, off in the registered ``optimus`` (the paper's rules above),
+are the settings of ``policies.hint.HintConfig`` (their one home: docs,
+defaults, validation), passed as ``tuning``: ``remaining_weight`` (gains
+relative to the job's remaining time), ``keep_s`` and ``keep_frac`` (a
+running job grows only for a large enough drop of its remaining time, as a
+change costs a restart the paper's gain leaves out), ``first_order``
+(shortest predicted remaining time first for the first workers),
+``observe_rounds`` (one loss observation per round run, for a caller asked
+only at events) and ``remaining_from`` (``"view"``: the scenario's
+predictor, exact by default, instead of the loss-curve fit, which errs by
+factors early in a job on real traces). ``worker_counts``: a job's workers
+step along these counts (the agent's menu, with ``HintConfig.on_menu``)
+instead of one at a time, so that the hint's choice is a menu slot. The
+``hrl`` agent's hint and the ``optimus-tuned`` heuristic run with them
+(docs/agent.md).
 """
 
 from __future__ import annotations
@@ -72,6 +53,7 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity
+from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.placement.occupancy import Occupancy
 from hrlsched.workload.convergence import (
@@ -83,8 +65,6 @@ from hrlsched.workload.convergence import (
 )
 
 MAX_BACKFILL = 10_000  # ``observe_rounds``: most points added at one call
-FIRST_ORDERS = ("arrival", "remaining")  # ``first_order``
-REMAINING_FROM = ("fit", "view")  # ``remaining_from``
 
 
 class Optimus(AllocationPolicy):
@@ -93,12 +73,8 @@ class Optimus(AllocationPolicy):
     default_placement = "optimus"
 
     def __init__(self, interval_s: float = 600.0, max_scale: int = 4, min_steps: float = 100.0,
-                 remaining_weight: float = 0.0, keep_s: float = 0.0,
-                 worker_counts: Sequence[int] | None = None, keep_frac: float = 0.0,
-                 first_order: str = "arrival", observe_rounds: bool = False,
-                 remaining_from: str = "fit") -> None:
-        for name, v in (("interval_s", interval_s), ("min_steps", min_steps), ("remaining_weight", remaining_weight),
-                        ("keep_s", keep_s), ("keep_frac", keep_frac)):
+                 tuning: HintConfig | None = None, worker_counts: Sequence[int] | None = None) -> None:
+        for name, v in (("interval_s", interval_s), ("min_steps", min_steps)):
             if not (v >= 0 and np.isfinite(v)):
                 raise ValueError(f"optimus: {name}: expected a finite number >= 0, got {v!r}")
         if int(max_scale) != max_scale or max_scale < 1:
@@ -106,16 +82,13 @@ class Optimus(AllocationPolicy):
         self.interval_s = interval_s
         self.max_scale = max_scale
         self.min_steps = min_steps
-        self.remaining_weight = float(remaining_weight)
-        self.keep_s = float(keep_s)
-        self.keep_frac = float(keep_frac)
-        if first_order not in FIRST_ORDERS:
-            raise ValueError(f"optimus: first_order: expected one of {FIRST_ORDERS}, got {first_order!r}")
-        self.first_order = first_order
-        self.observe_rounds = bool(observe_rounds)
-        if remaining_from not in REMAINING_FROM:
-            raise ValueError(f"optimus: remaining_from: expected one of {REMAINING_FROM}, got {remaining_from!r}")
-        self.remaining_from = remaining_from
+        t = self.tuning = tuning if tuning is not None else HintConfig()
+        self.remaining_weight = t.remaining_weight
+        self.keep_s = t.keep_s
+        self.keep_frac = t.keep_frac
+        self.first_order = t.first_order
+        self.observe_rounds = t.observe_rounds
+        self.remaining_from = t.remaining_from
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})

@@ -361,7 +361,7 @@ def build_generated_workload(cfg: Any, sizer: Any, rng: np.random.Generator) -> 
     """The ``kind: generated`` workload of a scenario (``config.GeneratedWorkload``);
     ``sizer``: a ``core.sizing.WorkSizer``. ``open_fraction`` of the jobs
     leave arch and mode to the scheduler (``workload.trace.to_jobs``)."""
-    from hrlsched.workload.data import needs_data, resolve_path
+    from hrlsched.data import needs_data, resolve_path
     from hrlsched.workload.loaders import load_trace
     from hrlsched.workload.trace import build_buckets, to_jobs
 
@@ -375,7 +375,7 @@ def build_generated_workload(cfg: Any, sizer: Any, rng: np.random.Generator) -> 
     elif cfg.arrivals == "replay":
         path = resolve_path(cfg.replay_path)
         if not path.exists():
-            from hrlsched.workload.data import WHERE, DataMissingError
+            from hrlsched.data import WHERE, DataMissingError
 
             if needs_data(cfg.replay_path):
                 raise DataMissingError(f"workload.replay_path: {path} not found. This scenario needs the public data folder: {WHERE}")

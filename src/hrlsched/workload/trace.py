@@ -50,7 +50,7 @@ import numpy as np
 from hrlsched.core.catalogue import DL2_MODELS, POLLUX_CATALOGUE
 from hrlsched.core.job import Job
 from hrlsched.core.sizing import WorkSizer
-from hrlsched.workload.data import WHERE, DataMissingError, data_dir, needs_data, resolve_path  # noqa: F401 - re-exported
+from hrlsched.data import WHERE, DataMissingError, data_dir, needs_data, resolve_path  # noqa: F401 - re-exported
 from hrlsched.workload.loaders import LOADERS, load_trace  # noqa: F401 - re-exported
 from hrlsched.workload.loaders.base import TraceRecord
 from hrlsched.workload.synthetic import open_jobs

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hrlsched.workload.data import data_dir
+from hrlsched.data import data_dir
 from hrlsched.workload.loaders import alibaba, gavel, generic, itp, philly, pollux, tiresias
 from hrlsched.workload.loaders.base import TraceFormatError, TraceRecord, read_csv_rows
 

@@ -1,0 +1,103 @@
+"""``hrlsched checkpoint show PATH``: what a checkpoint holds, without a
+Python session: its kind, provenance, training config, environment
+settings, the hint and rule weights (``HintConfig``) of an hrl agent, its
+network and its feature schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+PROVENANCE = ("kind", "format", "part", "iteration", "env_steps", "elapsed_s", "best_jct_s", "bc_done",
+              "exported_from", "ablated_from", "ablation")
+
+
+def _text(v: Any) -> str:
+    return json.dumps(v, default=str) if isinstance(v, (dict, list, tuple)) else str(v)
+
+
+def describe(ck: dict[str, Any]) -> dict[str, Any]:
+    """The parts of a loaded checkpoint that ``show`` prints (JSON-ready)."""
+    out: dict[str, Any] = {"provenance": {k: ck[k] for k in PROVENANCE if k in ck}}
+    if "env_kwargs" in ck:
+        out["env_kwargs"] = ck["env_kwargs"]
+    if "config" in ck:
+        out["config"] = ck["config"]
+    if "tune" in ck:
+        out["tune"] = {k: v for k, v in ck["tune"].items() if k != "config"}
+    if isinstance(ck.get("net"), dict):
+        out["net"] = ck["net"]
+    if "state_dict" in ck:
+        out["parameters"] = int(sum(getattr(v, "numel", lambda: 0)() for v in ck["state_dict"].values()))
+    schema = ck.get("schema") or ck.get("feature_schema")
+    if isinstance(schema, dict):
+        out["schema"] = {k: list(v) for k, v in schema.items()}
+    return out
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(add_completion=False, no_args_is_help=True, help="Inspect checkpoints.")
+    app.add_typer(group, name="checkpoint")
+
+    @group.command()
+    def show(
+        path: Annotated[Path, typer.Argument(help="a checkpoint (hrl, dl2 or harmony; e.g. "
+                                                  "src/hrlsched/agent/checkpoints/hrl-default.pt)")],
+        json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
+        schema: Annotated[bool, typer.Option(help="list every feature of the schema (default: counts)")] = False,
+    ) -> None:
+        """A checkpoint's provenance, config, hint settings and schema."""
+        from hrlsched.agent.common.checkpoint import HRL, read
+        from hrlsched.errors import CheckpointError
+
+        err = Console(stderr=True, soft_wrap=True)  # (a path is never wrapped)
+        try:
+            ck = read(path)
+            info = describe(ck)
+            hint = None
+            if (ck.get("kind") or HRL) == HRL and ck.get("part") != "place" and "env_kwargs" in ck:
+                from hrlsched.agent.checkpoint import hint_of
+
+                hint = hint_of(ck)
+        except CheckpointError as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False)
+            raise typer.Exit(2) from None
+        if hint is not None:
+            info["hint"] = {"text": hint.text(), **{name: value for name, _, value, _, _ in hint.rows()}}
+        if json_out:
+            print(json.dumps(info, indent=2, default=str))
+            return
+        con = Console(width=140)
+        con.print(f"[bold]{path}[/bold]")
+        for title, key in (("provenance", "provenance"), ("environment (env_kwargs)", "env_kwargs"),
+                           ("search that chose it (hrlsched tune)", "tune"), ("network", "net")):
+            if key in info:
+                t = Table(title=title, title_justify="left", show_header=False)
+                for k, v in info[key].items():
+                    t.add_row(k, _text(v))
+                con.print(t)
+        if hint is not None:
+            t = Table(title=f"hint (policies.hint.HintConfig): {hint.text() or 'the paper’s defaults'}",
+                      title_justify="left")
+            for c in ("setting", "short", "value", "default", "what it is"):
+                t.add_column(c)
+            for row in hint.rows():
+                t.add_row(*row)
+            con.print(t)
+        if "config" in info:
+            t = Table(title="training config", title_justify="left", show_header=False)
+            for k, v in info["config"].items():
+                t.add_row(k, _text(v))
+            con.print(t)
+        if "parameters" in info:
+            con.print(f"parameters: {info['parameters']:,}")
+        if "schema" in info:
+            t = Table(title="feature schema", title_justify="left", show_header=False)
+            for k, v in info["schema"].items():
+                t.add_row(k, ", ".join(v) if schema else f"{len(v)} features")
+            con.print(t)

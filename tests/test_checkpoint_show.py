@@ -1,0 +1,33 @@
+"""``hrlsched checkpoint show``."""
+
+import json
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from hrlsched.cli import app
+from hrlsched.policies.hint import SHIPPED
+
+ROOT = Path(__file__).resolve().parents[1] / "src" / "hrlsched"
+
+
+def test_show_prints_the_shipped_agents_hint_provenance_and_schema() -> None:
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-default.pt"), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert info["hint"]["text"] == SHIPPED.text()  # the shipped agent's hint is HintConfig's SHIPPED
+    assert info["provenance"]["part"] == "allocate" and info["env_kwargs"]["placement"] == "pack"
+    assert info["parameters"] > 1000 and "jobs" in info["schema"]
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-default.pt")])
+    assert r.exit_code == 0 and "remaining_weight" in r.output and "feature schema" in r.output
+
+
+def test_show_reads_the_rivals_and_refuses_other_files(tmp_path: Path) -> None:
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "rivals/checkpoints/dl2-default.pt"), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert info["provenance"]["kind"] == "dl2" and "hint" not in info
+    bad = tmp_path / "x.pt"
+    bad.write_text("not a checkpoint")
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(bad)])
+    assert r.exit_code == 2 and "not a readable hrlsched checkpoint" in r.output
