@@ -80,9 +80,9 @@ def test_policies_name_the_learned_schedulers_without_importing_them() -> None:
 def test_learned_entries_name_their_schedulers() -> None:
     pytest.importorskip("torch")
     from hrlsched.contract import Scheduler
-    from hrlsched.policies.registry import LEARNED, SCHEDULERS
+    from hrlsched.policies.registry import LAZY, SCHEDULERS
 
-    for name, target in LEARNED.items():
+    for name, target in LAZY.items():
         module, _, attr = target.partition(":")
         cls = getattr(importlib.import_module(module), attr)
         assert issubclass(cls, Scheduler) and cls.name == name and name in SCHEDULERS, target

@@ -43,10 +43,10 @@ import torch
 from torch import Tensor, nn
 
 from hrlsched.agent.common.mlp import mlp
+from hrlsched.agent.rules import GAP_SCALE
 from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
 
-GAP_SCALE = 10.0  # the hint-gap weight is stored divided by this (speed gaps are of order 0.1)
 GAP_COLUMNS = tuple(F.CANDIDATE_FEATURES.index(c) for c in ("valid", "workers", "is_hint", "speed_vs_requested"))
 
 

@@ -25,11 +25,11 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
-from hrlsched.agent.nets import GAP_COLUMNS, GAP_SCALE
+from hrlsched.agent.rules import GAP_SCALE, add_rules
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
-from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
+from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
 from hrlsched.policies.hint import HintConfig
 
@@ -175,7 +175,6 @@ class CandidateScorer:
         self._c_dyn = c1[list(DYN_COLUMNS)]
         _, (v2, u2) = self.cand
         self._v, self._u = v2[:, 0].copy(), u2[0]
-        self._iw = GAP_COLUMNS[1]
         # the global MLP's output enters only the candidate layer: its second layer folded into it
         self._g_c = self.glob[1][0].dot(self._c_g)
         self._pj: np.ndarray | None = None
@@ -210,12 +209,4 @@ class CandidateScorer:
         h += e[1]
         h += c
         np.maximum(h, 0.0, out=h)
-        score = h.dot(self._v) + self._u
-        if self.gap:
-            hr = int(dyn[:, 4].argmax())  # the hint's row (``DYN_COLUMNS``' last)
-            if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
-                sp = dyn[:, 0]  # speed over the request; where the hint's worker count: its gap, else 0
-                score = score + self.gap * ((sp - sp[hr]) * (base[:, self._iw] == base[hr, self._iw]))
-        if self.bonus:
-            score = score + self.bonus * dyn[:, 4]
-        return score
+        return add_rules(h.dot(self._v) + self._u, dyn, base, ix, self.gap, self.bonus)

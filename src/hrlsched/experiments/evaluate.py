@@ -38,7 +38,7 @@ from hrlsched.experiments.ablation import HINT_ALONE, RULES_ONLY, describe_hint
 
 AGENT = "hrl"
 BOUND = "lower bound"
-HEURISTICS = ["optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
+HEURISTICS = ["optimus-tuned", "optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
               "fifo"]
 RIVALS = ("dl2", "harmony")
 DL2_BASELINES = ("drf", "drf+balance")

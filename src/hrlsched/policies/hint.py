@@ -102,7 +102,7 @@ class HintConfig:
         None, "re", "decision point: also asked this many seconds after the last decision (Optimus re-allocates "
         "every 600 s); none: at arrivals and completions only")
     gap: float = _setting(
-        0.0, "g", "rule beside the network: weight (in units of nets.GAP_SCALE) on the speed gap of each "
+        0.0, "g", "rule beside the network: weight (in units of agent.rules.GAP_SCALE, 10) on the speed gap of each "
         "candidate to the fastest architecture and mode at the hint's worker count")
     bonus: float | None = _setting(
         None, "b", "rule beside the network: a weight added to the score of the hint's slot (none: no such "

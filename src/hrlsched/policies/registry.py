@@ -37,7 +37,9 @@ def register(kind: str, name: str, factory: Callable[[], object], summary: str, 
 #: joint schedulers whose factory takes a checkpoint path (None: the shipped one): their classes
 LEARNED = {"hrl": "hrlsched.agent.policy:HRLScheduler", "dl2": "hrlsched.rivals.dl2:DL2Scheduler",
            "harmony": "hrlsched.rivals.harmony:HarmonyScheduler"}
-_resolved: dict[str, Callable[[str | None], Scheduler]] = {}
+#: every scheduler defined above this layer (they run a ``DecisionPoint``), by ``"module:attr"``
+LAZY = {**LEARNED, "optimus-tuned": "hrlsched.agent.rules:RulesScheduler"}
+_resolved: dict[str, Callable[..., Scheduler]] = {}
 
 
 def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
@@ -66,20 +68,26 @@ def all_policies() -> list[PolicyInfo]:
     return [*ALLOCATIONS.values(), *SCHEDULERS.values(), *PLACEMENTS.values()]
 
 
+def _resolve(name: str) -> Callable[..., Scheduler]:
+    """The class of the scheduler ``name`` (``LAZY``), imported on the first call."""
+    cls = _resolved.get(name)
+    if cls is None:
+        module, _, attr = LAZY[name].partition(":")
+        try:
+            cls = _resolved[name] = getattr(importlib.import_module(module), attr)
+        except ImportError as e:  # torch is an optional dependency of the package
+            raise ValueError(f"policy {name} needs torch ({e}); install the extra: "
+                             "pip install 'hrlsched[rl]'") from None
+    return cls
+
+
 def _learned(name: str) -> Callable[[str | None], Scheduler]:
     """The factory of the learned scheduler ``name``: its class (``LEARNED``)
     imported on the first call; a checkpoint that cannot be used is a
     ``ValueError`` with the reason alone, as a wrong policy name is."""
 
     def make(checkpoint: str | None = None) -> Scheduler:
-        cls = _resolved.get(name)
-        if cls is None:
-            module, _, attr = LEARNED[name].partition(":")
-            try:
-                cls = _resolved[name] = getattr(importlib.import_module(module), attr)
-            except ImportError as e:  # torch is an optional dependency of the package
-                raise ValueError(f"policy {name} needs torch ({e}); install the extra: "
-                                 "pip install 'hrlsched[rl]'") from None
+        cls = _resolve(name)
         try:
             return cls(checkpoint)
         except CheckpointError as e:
@@ -130,6 +138,10 @@ def _register_builtins() -> None:
              "Bao et al., INFOCOM'19 (rivals/harmony.py)")
     register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
              "Peng et al., EuroSys'18")
+    register("scheduler", "optimus-tuned", lambda: _resolve("optimus-tuned")(),
+             "the hrl agent's rules without its network: Optimus with the shipped hint's tuned options (reads each "
+             "job's remaining work from the predictor: exact by default, an oracle then), the fastest architecture "
+             "and mode at its worker count, pack placing", "Peng et al., EuroSys'18; this project (agent/rules.py)")
     register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",
              "Sultana et al., ICPP'20")
     register("placement", "random", RandomPlacement, "free GPUs at random", "classic baseline")

@@ -1,0 +1,100 @@
+"""The agent's rules as a heuristic of their own: ``optimus-tuned``.
+
+The shipped ``hrl`` agent scores each job's menu slots with a learned scorer
+plus two hand-set rules (``HintConfig.gap``, ``HintConfig.bonus``); with the
+scorer silenced, those rules alone give the same figures (``hrlsched
+evaluate``'s rules-only row). This scheduler is those rules without any
+network, so that every comparison has them as a heuristic, named for what
+they are:
+
+- the hint: Optimus (Peng et al., EuroSys'18) with the tuned options of
+  ``HintConfig`` (by default the shipped agent's, ``policies.hint.SHIPPED``:
+  gains relative to the remaining time, a keep threshold, worker counts on
+  the menu, the first workers shortest-remaining-first, each job's
+  remaining work read from the scenario's predictor, exact unless
+  ``predictor.work_noise`` is set: an oracle then);
+- the greedy rule: each job, decided one after another at a decision point
+  (``DecisionPoint``: arrivals, completions and every ``recheck_s``), takes
+  the slot of the hint plus ``bonus``, unless at the hint's worker count
+  another architecture, mode or PS count is predicted to progress faster by
+  enough: the score of a slot is ``bonus`` x (it is the hint's) +
+  ``GAP_SCALE`` x ``gap`` x (its predicted speed over the hint slot's, for
+  the slots with the hint's worker count);
+- ``pack`` places each job as it is decided.
+
+Given the same ``HintConfig`` and menu, its decisions are the rules-only
+ablation's of the agent, to the bit (a test runs both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.envs import features as F
+from hrlsched.envs.base import heuristics
+from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
+from hrlsched.envs.decision import DecisionPoint
+from hrlsched.policies.hint import SHIPPED, HintConfig
+
+GAP_SCALE = 10.0  # the hint-gap weight is in these units (speed gaps are of order 0.1)
+_WORKERS = F.CANDIDATE_FEATURES.index("workers")
+
+
+def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarray, gap: float,
+              bonus: float) -> np.ndarray:
+    """``score`` (one per valid slot ``ix``) plus the two rules: ``gap``
+    (already in speed units: ``GAP_SCALE`` x the weight) x the slot's
+    predicted speed over the hint slot's where it has the hint's worker
+    count, and ``bonus`` x (the slot is the hint's). ``dyn``, ``base``:
+    ``DecisionPoint.allocation_rows``' (``features.DYN_COLUMNS``: speed over
+    the request first, ``is_hint`` last). The agent's scorer adds them the
+    same way."""
+    if gap:
+        hr = int(dyn[:, 4].argmax())  # the hint's row
+        if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
+            sp = dyn[:, 0]
+            score = score + gap * ((sp - sp[hr]) * (base[:, _WORKERS] == base[hr, _WORKERS]))
+    if bonus:
+        score = score + bonus * dyn[:, 4]
+    return score
+
+
+class RulesScheduler(Scheduler):
+    """``optimus-tuned``: see the module's docstring. ``hint``: the hint and
+    rule weights (default the shipped agent's); ``worker_options``: the
+    menu; ``max_jobs``: jobs decided at a point at most (at least one per
+    GPU), the rest wait, as the agent's."""
+
+    name = "optimus-tuned"
+    decision_points = "events"
+
+    def __init__(self, hint: HintConfig = SHIPPED, worker_options: Sequence[int] = WORKER_OPTIONS,
+                 max_jobs: int = 64, placement: str = "pack") -> None:
+        if hint.policy is None:
+            raise ValueError("optimus-tuned: hint.policy: expected the hint heuristic the rules follow, got none")
+        self.hint, self.worker_options, self.max_jobs, self.placement = hint, list(worker_options), max_jobs, placement
+        self.gap = GAP_SCALE * hint.gap
+        self.bonus = hint.bonus or 0.0
+        self.dp: DecisionPoint | None = None
+
+    def reset(self, topology: Topology, rng: np.random.Generator) -> None:
+        made = heuristics(agent_allocates=True, placement=self.placement, hint=self.hint,
+                          worker_options=self.worker_options)
+        self.dp = DecisionPoint(topology, agent_allocates=True, agent_places=False, **made._asdict(),
+                                max_jobs=max(self.max_jobs, topology.n_gpus), worker_options=self.worker_options,
+                                hint_config=self.hint)
+        self.dp.reset(rng)
+
+    def decide(self, view: ClusterView) -> Decision:
+        dp = self.dp
+        assert dp is not None, "optimus-tuned: reset() first"
+        more = dp.begin(view)
+        while more:
+            _, _, _, base, dyn, ix = dp.allocation_rows()
+            score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
+            more = dp.act(int(ix[score.argmax()]))  # the first best valid slot
+        return dp.decision()
