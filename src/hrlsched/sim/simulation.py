@@ -27,6 +27,8 @@ starts a fresh one, so that a seed gives the same episode every time.
 
 from __future__ import annotations
 
+import copy
+
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,6 +202,18 @@ class Simulation:
         if self._state is None:
             raise RuntimeError("Simulation: call reset() first")
         return self._state
+
+    def clone(self) -> Simulation:
+        """This simulation at its current decision point, to be stepped on
+        apart (a lookahead tries alternatives from one state): the state is
+        ``SimState.clone``'s; the topology, the jobs, the performance model,
+        the predictor and the engine's memos (job variants, choices found
+        allowed) are pure functions of their keys and shared. Stepping the
+        clone leaves this one unchanged, and the same decisions give it the
+        same results."""
+        new = copy.copy(self)
+        new._state = self.state.clone()
+        return new
 
     @property
     def done(self) -> bool:

@@ -8,6 +8,8 @@ resources, restart cost) and steps this state. A fresh ``SimState`` per
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import math
 from dataclasses import dataclass, field
 
@@ -89,6 +91,30 @@ class SimState:
     n_finished: int = 0
     finished: list[int] = field(default_factory=list)
     last_choices: tuple[dict, dict, int] | None = None
+
+    def clone(self) -> SimState:
+        """An independent copy, for running the same episode forward along
+        another path (a lookahead). Every array and container is copied, and
+        the rows of ``held`` (``hold_s`` ... ``slow_s``) and the ``slowdown``
+        row of ``per_held`` are bound again as views of the copy's arrays: a
+        plain ``deepcopy`` copies them apart, so the engine's updates of
+        ``held`` would no longer show in ``attained``, and writes to
+        ``slowdown`` would miss ``per_held``. The engine's derived
+        ``act_idx``/``run_set`` are dropped (rebuilt at the next step). Jobs
+        and placements are immutable: shared."""
+        new = copy.copy(self)
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if isinstance(v, np.ndarray):
+                setattr(new, f.name, v.copy())
+            elif isinstance(v, (list, dict)):
+                setattr(new, f.name, copy.copy(v))
+        held, per_held = new.held, new.per_held
+        for i, name in enumerate(HELD_ROWS):
+            setattr(new, name, held[i])
+        new.slowdown = per_held[HELD_ROWS.index("slow_s")]
+        new.act_idx = new.run_set = None
+        return new
 
     @classmethod
     def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:
