@@ -28,7 +28,6 @@ starts a fresh one, so that a seed gives the same episode every time.
 from __future__ import annotations
 
 import copy
-
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
