@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 
 from hrlsched.cli import app  # noqa: E402
 from hrlsched.experiments import ablation  # noqa: E402
-from hrlsched.experiments.evaluate import parse_seeds, seeds_text  # noqa: E402
+from hrlsched.seeds import parse_seeds, seeds_text  # noqa: E402
 
 TINY = ["--set", "workload.jobs=12", "--set", "workload.duration_h=0.5"]
 
@@ -109,6 +109,10 @@ def test_evaluate_writes_the_table_and_reuses_its_runs(tmp_path: Path, monkeypat
     assert ev["rows"][4]["agent_minus_row_s"] == pytest.approx((agent - fifo).mean())
     assert ev["rows"][4]["agent_wins"] == int((agent < fifo).sum())
     assert ev["departures"]["choices"] > 0
+    # the exact predictor makes the agent's predicted remaining work the truth: an oracle's knowledge
+    info = {x["row"]: (x["oracle"], x["information"]) for x in ev["rows"]}
+    assert info["hrl"] == info["hint-alone"] == (True, "exact predicted work") and info["fifo"] == (False, "")
+    assert "oracle (exact predicted work)" in r.output
     for row in ("hrl", "rules-only", "hint-alone", "lower bound", "departs from its rules"):
         assert row in r.output
     text = md.read_text()
@@ -123,6 +127,16 @@ def test_evaluate_writes_the_table_and_reuses_its_runs(tmp_path: Path, monkeypat
     again = invoke(*args)
     assert again.exit_code == 0, again.output
     assert json.loads((out / "evaluation.json").read_text())["rows"] == ev["rows"]
+
+
+def test_information_is_labelled() -> None:
+    from hrlsched.experiments.evaluate import information
+    from hrlsched.policies.registry import make_scheduler
+
+    got = {p: information(make_scheduler(p)) for p in ("srtf", "srtf-est", "tetris", "optimus", "optimus-tuned",
+                                                       "gavel", "gavel-makespan", "fifo", "drf")}
+    assert got == {"srtf": "truth", "srtf-est": "", "tetris": "truth", "optimus": "", "optimus-tuned": "predicted work",
+                   "gavel": "", "gavel-makespan": "predicted work", "fifo": "", "drf": ""}
 
 
 def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:

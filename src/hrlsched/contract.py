@@ -145,6 +145,10 @@ class Scheduler(ABC):
       one GPU (time-slicing).
     - ``oracle``: the scheduler is given the true remaining work and the true
       performance model instead of the predictor's.
+    - ``reads_work``: it decides on the predicted remaining work
+      (``ClusterView.remaining``), which a predictor without error (no
+      ``sim.predictor.work_noise``, the default) makes the truth: an oracle's
+      knowledge then, and reported so (``hrlsched evaluate``).
     """
 
     name: str = "scheduler"
@@ -153,6 +157,7 @@ class Scheduler(ABC):
     decision_every: int = 1
     max_tasks_per_gpu: int = 1
     oracle: bool = False
+    reads_work: bool = False
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
         """Called once before a run."""

@@ -48,6 +48,7 @@ def trim_jobs(obs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 class HRLScheduler(Scheduler):
     name = "hrl"
     decision_points = "events"
+    reads_work = True  # its observation holds each job's predicted remaining work
 
     def __init__(self, checkpoint: str | Path | None = None) -> None:
         path = Path(checkpoint) if checkpoint else shipped_checkpoint(SHIPPED)

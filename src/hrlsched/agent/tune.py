@@ -52,9 +52,10 @@ import torch
 
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import save
-from hrlsched.agent.common.seeds import DEFAULT_VALID_SEEDS, check_seeds, parse_seeds
+from hrlsched.agent.common.seeds import DEFAULT_VALID_SEEDS, check_seeds
 from hrlsched.agent.common.training_run import write_config
 from hrlsched.policies.hint import HintConfig
+from hrlsched.seeds import parse_seeds
 
 FIELDS = ["phase", "hint", "scenario", "seed", "avg_jct_s", "restarts"]
 ORIGIN_LABEL = "origin"

@@ -34,10 +34,11 @@ def register(app: typer.Typer) -> None:
         the seeds where the agent is faster. Then how often the agent departs from its
         rules on the first seed. Runs already in OUT with the same config are reused."""
         from hrlsched.commands import invoked_command, runs_with_progress
-        from hrlsched.experiments.evaluate import HEURISTICS, format_table, parse_seeds
+        from hrlsched.experiments.evaluate import HEURISTICS, format_table
         from hrlsched.experiments.evaluate import evaluate as run_evaluate
         from hrlsched.experiments.evaluate import markdown as to_markdown
         from hrlsched.experiments.markdown import write_markdown
+        from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True)
         try:

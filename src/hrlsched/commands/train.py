@@ -38,10 +38,10 @@ def register_train(app: typer.Typer) -> None:
     ) -> None:
         """Train the agent; writes checkpoints every few minutes and keeps the
         best one on held-back seeds (100-104)."""
-        from hrlsched.agent.common.seeds import parse_seeds
         from hrlsched.agent.common.training_run import run_config, write_config
         from hrlsched.agent.train import TrainConfig, Trainer
         from hrlsched.errors import CheckpointError
+        from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True, soft_wrap=True)  # log lines are never wrapped (paths stay whole)
         if backend not in ("local", "ray"):

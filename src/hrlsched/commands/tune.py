@@ -34,8 +34,9 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Search the hint's settings and rule weights on training workloads; what
         is already in OUT/search.csv is not run again."""
-        from hrlsched.agent.tune import TuneConfig, parse_seeds, run
+        from hrlsched.agent.tune import TuneConfig, run
         from hrlsched.errors import CheckpointError
+        from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True)
         try:

@@ -13,7 +13,12 @@ config is reused (an interrupted evaluation resumes); every checkpoint the
 runs load is copied there too, named by its content, so that a changed
 checkpoint never reuses an older run. The best heuristic of the scenario
 (lowest mean, chosen after the fact: the agent is not told) is marked, and
-so are the oracles (schedulers given the true remaining work).
+so are the oracles: schedulers given the true remaining work, and those
+that decide on the predictor's remaining work where the scenario's
+predictor has no error (``sim.predictor.work_noise`` 0, the default), which
+makes it the truth (``Scheduler.reads_work``; the agent, its ablations,
+``optimus-tuned`` among them). ``--set predictor.work_noise=0.7`` gives
+them the error of users' estimates instead.
 
 With the rivals, each is also set against the baselines of its paper on
 the same seeds: DL2 against DRF (placed by ``pack``, and by ``balance``,
@@ -35,6 +40,7 @@ from typing import Any
 import numpy as np
 
 from hrlsched.experiments.ablation import HINT_ALONE, RULES_ONLY, describe_hint
+from hrlsched.seeds import seeds_text
 
 AGENT = "hrl"
 BOUND = "lower bound"
@@ -46,43 +52,9 @@ HARMONY_PLACEMENTS = ("pack", "topology", "random")
 LEARNED = {AGENT, *RIVALS}
 
 
-def parse_seeds(text: str) -> list[int]:
-    """``0-19`` (a range, both ends included), ``0,3,5``, or both mixed
-    (``0-4,10``) -> the seeds, in order; ValueError naming what is wrong."""
-    expected = "expected seeds as a range or a list of integers >= 0, e.g. 0-19 or 0,3,5"
-    seeds: list[int] = []
-    for part in (p.strip() for p in str(text).split(",")):
-        lo, dash, hi = part.partition("-")
-        try:
-            a = int(lo)
-            b = int(hi) if dash else a
-        except ValueError:
-            raise ValueError(f"--seeds {text!r}: {part!r} is not a seed or a range; {expected}") from None
-        if a < 0 or b < 0 or not lo.strip().isdigit():
-            raise ValueError(f"--seeds {text!r}: {part!r}: {expected}")
-        if b < a:
-            raise ValueError(f"--seeds {text!r}: the range {part!r} ends before it starts")
-        seeds.extend(range(a, b + 1))
-    dup = sorted({s for s in seeds if seeds.count(s) > 1})
-    if dup:
-        raise ValueError(f"--seeds {text!r}: seed(s) {', '.join(map(str, dup))} named more than once")
-    return seeds
-
-
-def seeds_text(seeds: list[int]) -> str:
-    """The shortest ``parse_seeds`` text for ``seeds``."""
-    parts, i = [], 0
-    while i < len(seeds):
-        j = i
-        while j + 1 < len(seeds) and seeds[j + 1] == seeds[j] + 1:
-            j += 1
-        parts.append(str(seeds[i]) if j == i else f"{seeds[i]}-{seeds[j]}")
-        i = j + 1
-    return ",".join(parts)
-
-
-def _checked_policies(heuristics: list[str]) -> dict[str, bool]:
-    """Each heuristic -> whether it is an oracle; bad names refused."""
+def _checked_policies(heuristics: list[str]) -> dict[str, str]:
+    """Each heuristic -> what it knows of the remaining work (``information``);
+    bad names refused."""
     from hrlsched.policies.registry import make_scheduler
 
     if not heuristics:
@@ -94,7 +66,16 @@ def _checked_policies(heuristics: list[str]) -> dict[str, bool]:
     if learned:
         raise ValueError(f"--policies: {', '.join(learned)} is learned, not a heuristic (the agent is a row of its "
                          "own; --rivals adds dl2 and harmony)")
-    return {p: bool(getattr(make_scheduler(p), "oracle", False)) for p in heuristics}
+    return {p: information(make_scheduler(p)) for p in heuristics}
+
+
+def information(sched: Any) -> str:
+    """``"truth"`` (an oracle scheduler: the true remaining work and model),
+    ``"predicted work"`` (it decides on the predictor's remaining work: the
+    truth too under an exact predictor) or ``""``."""
+    if getattr(sched, "oracle", False):
+        return "truth"
+    return "predicted work" if getattr(sched, "reads_work", False) else ""
 
 
 def _copy_checkpoint(src: Path, folder: Path, label: str) -> Path:
@@ -137,10 +118,11 @@ def evaluate(
     if not seeds:
         raise ValueError("--seeds: expected at least one seed")
     heuristics = list(HEURISTICS if heuristics is None else heuristics)
-    oracle = _checked_policies(heuristics)
+    info = _checked_policies(heuristics)
     overrides = list(overrides or [])
     # a bad scenario or override, or missing data, fails before any file is written
     scen = resolve_run_config(scenario, None, None, overrides).scenario
+    exact = scen.predictor.work_noise == 0 and scen.predictor.backend is None  # predicted work = the truth
     check_data(scen.name, list(scen.needs_data))
     check_writable(out)
     source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
@@ -182,7 +164,10 @@ def evaluate(
     best = min(heuristics, key=lambda p: jct[p].mean())
     kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
              **({r: "rival" for r in RIVALS} if rivals else {}), BOUND: "bound"}
-    rows = [_row(label, kinds[label], jct[label], jct[AGENT], oracle.get(label, False), label == best,
+    info.update({AGENT: "predicted work", RULES_ONLY: "predicted work", HINT_ALONE: "predicted work",
+                 "dl2": "predicted work"})  # (the agent's observation and its hint; DL2's state)
+    info.update({lb: "exact predicted work" for lb, v in info.items() if v == "predicted work" and exact})
+    rows = [_row(label, kinds[label], jct[label], jct[AGENT], info.get(label, ""), label == best,
                  unfinished.get(label, 0))
             for label in [*(lb for lb in labels if lb in kinds), BOUND]]
     departures = None
@@ -198,7 +183,7 @@ def evaluate(
     return ev
 
 
-def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, oracle: bool, best: bool,
+def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, best: bool,
          unfinished: int) -> dict[str, Any]:
     from hrlsched.experiments.compare import interval
 
@@ -206,7 +191,9 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, oracle: bool, 
     d = agent - v
     dm, dh = interval(list(d)) if kind != "agent" else (float("nan"), float("nan"))
     return {
-        "row": label, "kind": kind, "oracle": oracle, "best_heuristic": best, "unfinished_jobs": unfinished,
+        # an oracle: given the truth, or reading a predictor that has no error
+        "row": label, "kind": kind, "oracle": info in ("truth", "exact predicted work"), "information": info,
+        "best_heuristic": best, "unfinished_jobs": unfinished,
         "avg_jct_s": mean, "avg_jct_s_ci95": half, "agent_minus_row_s": dm, "agent_minus_row_s_ci95": dh,
         "agent_wins": int((agent < v).sum()), "per_seed_avg_jct_s": [float(x) for x in v],
     }
@@ -244,7 +231,7 @@ def _departures(out: Path, scenario: str, overrides: list[str], cfg: Any, checkp
     return d
 
 
-COLUMNS = ["row", "kind", "oracle", "best_heuristic", "unfinished_jobs", "avg_jct_s", "avg_jct_s_ci95",
+COLUMNS = ["row", "kind", "oracle", "information", "best_heuristic", "unfinished_jobs", "avg_jct_s", "avg_jct_s_ci95",
            "agent_minus_row_s", "agent_minus_row_s_ci95", "agent_wins"]
 
 
@@ -277,7 +264,9 @@ def _pm(v: float, h: float, signed: bool = False) -> str:
 
 def _cells(ev: dict[str, Any], r: dict[str, Any]) -> list[str]:
     n = len(ev["seeds"])
-    notes = [n for n, on in (("best heuristic", r["best_heuristic"]), ("oracle", r["oracle"]),
+    oracle = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)"}.get(r.get("information", ""),
+                                                                                          "oracle")
+    notes = [n for n, on in (("best heuristic", r["best_heuristic"]), (oracle, r["oracle"]),
                              (f"{r['unfinished_jobs']} jobs unfinished", r["unfinished_jobs"] > 0)) if on]
     own = r["kind"] == "agent"
     return [r["row"], _pm(r["avg_jct_s"], r["avg_jct_s_ci95"]),

@@ -61,6 +61,7 @@ def allox_matching(p: np.ndarray, machines: np.ndarray) -> tuple[np.ndarray, np.
 
 class AlloX(Scheduler):
     name = "allox"
+    reads_work = True  # (ClusterView.remaining: see contract.Scheduler)
     event_driven = True
 
     def __init__(self, alpha: float = 1.0) -> None:

@@ -50,6 +50,8 @@ class AllocationPolicy(ABC):
     decision_every: int = 1
     # Reads the true remaining work and the true performance model (see contract.Scheduler).
     oracle: bool = False
+    # Decides on the predicted remaining work, the truth under an exact predictor (contract.Scheduler).
+    reads_work: bool = False
     max_tasks_per_gpu: int = 1
     # The placement used when the command line names none (the paper's own).
     default_placement: str = "pack"
@@ -107,6 +109,7 @@ class ComposedScheduler(Scheduler):
         if self._recheck:
             self.decision_points = "events"
         self.oracle = allocation.oracle or placement.oracle
+        self.reads_work = allocation.reads_work  # (no placement reads it)
         # Either part may time-share GPUs; the decision may then put that many workers on one.
         self.max_tasks_per_gpu = max(allocation.max_tasks_per_gpu, placement.max_tasks_per_gpu)
 

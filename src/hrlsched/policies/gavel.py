@@ -123,6 +123,7 @@ class Gavel(Scheduler):
         if not np.isfinite(round_s) or round_s <= 0:
             raise ValueError(f"gavel: round_s must be a positive number of seconds, got {round_s}")
         self.objective = objective
+        self.reads_work = objective != "max_min_fairness"  # the makespan objective weighs remaining work
         self.round_s = float(round_s)
         if objective == "makespan":
             self.name = "gavel-makespan"

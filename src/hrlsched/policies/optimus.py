@@ -89,6 +89,7 @@ class Optimus(AllocationPolicy):
         self.first_order = t.first_order
         self.observe_rounds = t.observe_rounds
         self.remaining_from = t.remaining_from
+        self.reads_work = self.remaining_from == "view"
         self.worker_counts: tuple[int, ...] | None = None
         if worker_counts is not None:
             counts = sorted({int(c) for c in worker_counts})

@@ -39,6 +39,7 @@ class OptimusOracle(AllocationPolicy):
     name = "optimus-oracle"
     event_driven = False
     oracle = True  # the true remaining work and step times, whatever the scenario's predictor
+    reads_work = True
     default_placement = "pack"
 
     def _step_time_fn(self, view: ClusterView, k: int):

@@ -28,6 +28,8 @@ class SRTF(AllocationPolicy):
         self.estimate = estimate
         self.error_sigma = error_sigma
         self.oracle = not estimate  # srtf reads the true remaining work; srtf-est the predictor's
+        # srtf-est: the predictor's total work times its own users' error, an estimate even where exact
+        self.reads_work = not estimate
         if estimate:
             self.name = "srtf-est"
 

@@ -25,6 +25,7 @@ class Tetris(AllocationPolicy):
     name = "tetris"
     event_driven = True
     oracle = True  # remaining time from the true remaining work (see the docstring)
+    reads_work = True
     default_placement = "pack"
 
     def __init__(self, srtf_weight: float = 1.0) -> None:

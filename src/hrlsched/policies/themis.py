@@ -64,6 +64,7 @@ def nash_allocation(values: list[np.ndarray], supply: int) -> tuple[list[int], f
 
 class Themis(AllocationPolicy):
     name = "themis"
+    reads_work = True  # (ClusterView.remaining: see contract.Scheduler)
     event_driven = False
     default_placement = "pack"
 

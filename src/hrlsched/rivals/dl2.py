@@ -449,6 +449,7 @@ class DL2Scheduler(ac.ActorCriticScheduler):
 
     name = "dl2"
     checkpoints = CHECKPOINTS
+    reads_work = True  # its state holds each job's predicted remaining work (contract.Scheduler)
 
     def __init__(self, checkpoint: str | Path | None = None, *, net: DL2Net | None = None,
                  cfg: DL2Config | None = None, act: str = "greedy") -> None:

@@ -21,16 +21,3 @@ def check_seeds(train: Sequence[int], valid: Sequence[int]) -> None:
     if not train:
         raise ValueError("train_seeds: expected at least one training seed (>= 1000)")
 
-
-def parse_seeds(text: str) -> list[int]:
-    """``1000-1063`` or ``1000,1005,1010`` (ranges inclusive)."""
-    out: list[int] = []
-    for part in text.split(","):
-        a, sep, b = part.strip().partition("-")
-        try:
-            out += list(range(int(a), int(b) + 1)) if sep else [int(a)]
-        except ValueError:
-            raise ValueError(f"seeds {text!r}: expected integers or ranges like 1000-1063") from None
-    if not out:
-        raise ValueError(f"seeds {text!r}: expected at least one seed")
-    return out
