@@ -185,7 +185,7 @@ def test_ppo_improves_on_a_random_policy(tmp_path: Path) -> None:
     cfg = TrainConfig(overrides=TINY, level="1", max_jobs=16, train_seeds=[1000], valid_seeds=[1000], minutes=None,
                       steps=2400, workers=0, rollouts=4, bc_episodes=0, lr=1e-3, epochs=4, minibatch=64,
                       horizon_start_h=10.0, ent_coef=0.0, ent_coef_end=0.0, eval_every_min=1e9, net=SMALL_NET.to_dict(),
-                      hint=None, advantage="gae", gamma=1.0, gae_lambda=0.95)
+                      hint="p=none", advantage="gae", gamma=1.0, gae_lambda=0.95)
     torch.manual_seed(0)  # the initial weights: not whatever the tests before left in torch's generator
     tr = Trainer(cfg, tmp_path, log=lambda s: None)
     spec = lambda act: RolloutSpec("allocate", cfg.env_kwargs(), 1000, [1, 2, 3, 4], net_config=tr._payload_net(),  # noqa: E731
@@ -542,3 +542,29 @@ def test_tune_searches_the_hint_alone_without_a_checkpoint(tmp_path: Path) -> No
 
     ref = summary(simulate(resolve_run_config("default", "optimus+pack", 1000, TINY)), "x", "y")["avg_jct_s"]
     assert res["train"]["paper"]["default"] == pytest.approx(ref, abs=1e-3)
+
+
+def test_rollouts_keep_the_log_probabilities_of_what_they_store_and_the_value_they_were_cut_at() -> None:
+    """The update recomputes log-probabilities on the stored (float16)
+    observations: the rollout's own are computed on those, so the ratio
+    starts at 1. An episode cut at the horizon keeps V(s_T) of the state it
+    was cut at, which GAE bootstraps from."""
+    from hrlsched.agent.rollout import Trajectory
+    from hrlsched.agent.train import gae
+
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    payload = {"net": net.cfg.to_dict(), "allocates": True, "places": False}
+    kw = {**tiny_kwargs(hint="optimus"), "max_time_s": 1800.0}
+    tr = run(RolloutSpec("allocate", kw, 1000, [0], net_config=payload, state_dict=net.state_dict(), act="sample"))[0]
+    assert not tr.terminated and tr.last_value != 0.0 and len(tr.actions) > 5
+    with torch.no_grad():
+        logits, _ = net(to_tensors(tr.obs, batch=False), part="allocate")
+        logp = MaskedCategorical(logits, torch.as_tensor(tr.obs["action_mask"]).bool()).log_prob(
+            torch.as_tensor(tr.actions)).numpy()
+    np.testing.assert_allclose(logp, tr.logp, rtol=0, atol=1e-5)
+    t = Trajectory(values=np.array([1.0, 2.0], dtype=np.float32), terminated=False, last_value=3.0)
+    adv = gae(t, np.array([0.5, 0.25]), 2.0, 1.0, 1.0)
+    np.testing.assert_allclose(adv, [0.5 + 0.25 + 2 * 3.0 - 2 * 1.0, 0.25 + 2 * 3.0 - 2 * 2.0])
+    t.terminated = True
+    np.testing.assert_allclose(gae(t, np.array([0.5, 0.25]), 2.0, 1.0, 1.0), [0.75 - 2.0, 0.25 - 4.0])

@@ -56,6 +56,8 @@ class Trajectory:
     workload_seed: int = 0
     episode_seed: int = 0
     terminated: bool = False
+    # a truncated episode's value of the state it was cut at (V(s_T), what GAE bootstraps from)
+    last_value: float = 0.0
     job_seconds: float = 0.0
     jobs: int = 0
     decision_points: int = 0
@@ -119,6 +121,13 @@ def _store(o: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def _value(net: Any, o: dict[str, np.ndarray], part: str) -> float:
+    """The value head on one observation, as stored."""
+    with torch.inference_mode():
+        _, value = net(to_tensors(_store(o)), part=part)
+    return float(value.reshape(-1)[0])
+
+
 def run(spec: RolloutSpec) -> list[Trajectory]:
     """Run ``spec``'s episodes in lockstep; returns one trajectory each."""
     from hrlsched.agent.common.distributions import MaskedCategorical
@@ -153,7 +162,10 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         tacts = [teachers[i].action(envs[i]) for i in idx] if spec.act == "teacher" or spec.label else None
         if net is not None:
             with torch.inference_mode():
-                batch = {k: torch.as_tensor(np.stack([obs[i][k] for i in idx])) for k in obs[idx[0]]}
+                # the observations as stored (float16): the update recomputes the log-probabilities on
+                # those, so the ratio of new to old policy starts at 1
+                stored = [_store(obs[i]) for i in idx]
+                batch = to_tensors({k: np.stack([o[k] for o in stored]) for k in stored[0]}, batch=False)
                 if cached:
                     fresh = [j for j, i in enumerate(idx) if envs[i].dp.decisions != points[i]]
                     if fresh:
@@ -177,7 +189,7 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         for j, i in enumerate(idx):
             env, b = envs[i], bufs[i]
             if spec.record:
-                b["obs"].append(_store(obs[i]))
+                b["obs"].append(stored[j] if net is not None else _store(obs[i]))
                 b["teacher"].append(tacts[j] if tacts is not None else -1)
             b["a"].append(int(a[j]))
             b["logp"].append(float(logp[j]))
@@ -190,6 +202,8 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
                 live[i] = False
                 tj = trajs[i]
                 tj.terminated = bool(te)
+                if tr and not te and net is not None:
+                    tj.last_value = _value(net, o, spec.part)
                 tj.job_seconds = float(info["job_seconds"])
                 # jobs that arrived (all of them when the workload is done)
                 tj.jobs = len(env._sim.jobs) if te else int(env._sim.state.next_arrival)

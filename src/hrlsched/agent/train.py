@@ -155,10 +155,11 @@ def decima_baseline(group: list[Trajectory], rtgs: list[np.ndarray]) -> list[np.
 
 def gae(tr: Trajectory, rewards: np.ndarray, scale: float, gamma: float, lam: float) -> np.ndarray:
     """GAE on the value head's values (``scale`` x the scaled return); an
-    episode truncated at the curriculum's horizon bootstraps from its last
-    value."""
+    episode truncated at the curriculum's horizon bootstraps from the value
+    of the state it was cut at (``Trajectory.last_value``)."""
     v = tr.values.astype(np.float64) * scale
-    return returns.gae(rewards, v, np.append(v[1:], 0.0 if tr.terminated else v[-1]), gamma, lam)
+    last = 0.0 if tr.terminated else float(tr.last_value) * scale
+    return returns.gae(rewards, v, np.append(v[1:], last), gamma, lam)
 
 
 # ---------------------------------------------------------------- the loop
