@@ -104,7 +104,7 @@ def env_args(env_kwargs: dict[str, Any]) -> dict[str, Any]:
     its hint entries as one ``HintConfig`` (the rule weights, which the
     network holds, left at their defaults)."""
     kw = {k: v for k, v in env_kwargs.items() if k not in HINT_KEYS}
-    if env_kwargs.get("hint"):
+    if any(k in env_kwargs for k in HINT_KEYS):  # (a point's settings may come without a hint policy)
         try:
             kw["hint"] = HintConfig.from_env_kwargs(env_kwargs)
         except ValueError as e:

@@ -25,7 +25,7 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
-from hrlsched.agent.rules import GAP_SCALE, add_rules
+from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
@@ -65,24 +65,14 @@ class HRLScheduler(Scheduler):
         self._warm = False  # the encoder run once (``_warm_up``)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
-        from hrlsched.envs.base import heuristics
-        from hrlsched.envs.decision import DecisionPoint
-
         torch.set_num_threads(1)
         kw = self.env_kwargs
-        # Jobs beyond max_jobs wait (as in training); at least one slot per GPU,
-        # so a larger cluster is not starved by the training padding.
-        max_jobs = max(int(kw.get("max_jobs", 64)), topology.n_gpus)
         allocates = self.part != "place"
-        hint = self.hint if allocates else None
-        made = heuristics(agent_allocates=allocates, placement=kw.get("placement", "pack"),
-                          allocation=kw.get("allocation", "optimus"), hint=hint,
-                          worker_options=kw.get("worker_options", WORKER_OPTIONS))
-        self.dp = DecisionPoint(
-            topology, agent_allocates=allocates, agent_places=self.part != "allocate", **made._asdict(),
-            max_jobs=max_jobs, hint_config=hint,
-            **{k: kw[k] for k in ("worker_options", "ps_options") if k in kw},
-        )
+        self.dp = agent_point(topology, self.hint if allocates else None, allocates=allocates,
+                              places=self.part != "allocate", placement=kw.get("placement", "pack"),
+                              allocation=kw.get("allocation", "optimus"),
+                              worker_options=kw.get("worker_options", WORKER_OPTIONS),
+                              ps_options=kw.get("ps_options"), max_jobs=int(kw.get("max_jobs", 64)))
         self.dp.reset(rng)
         self.steps = 0
         if not self._warm:

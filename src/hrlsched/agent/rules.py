@@ -63,6 +63,21 @@ def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarr
     return score
 
 
+def agent_point(topology: Topology, hint: HintConfig | None, *, allocates: bool = True, places: bool = False,
+                placement: str = "pack", allocation: str = "optimus",
+                worker_options: Sequence[int] = WORKER_OPTIONS, ps_options: Sequence[str] | None = None,
+                max_jobs: int = 64) -> DecisionPoint:
+    """The decision point an agent (or its rules) decides on in a run, as in
+    training: its heuristics by name, its hint, and jobs beyond ``max_jobs``
+    waiting, with at least one slot per GPU so that a larger cluster than
+    the training one is not starved by the training padding."""
+    made = heuristics(agent_allocates=allocates, placement=placement, allocation=allocation, hint=hint,
+                      worker_options=worker_options)
+    return DecisionPoint(topology, agent_allocates=allocates, agent_places=places, **made._asdict(),
+                         max_jobs=max(int(max_jobs), topology.n_gpus), worker_options=worker_options,
+                         **({"ps_options": ps_options} if ps_options is not None else {}), hint_config=hint)
+
+
 class RulesScheduler(Scheduler):
     """``optimus-tuned``: see the module's docstring. ``hint``: the hint and
     rule weights (default the shipped agent's); ``worker_options``: the
@@ -83,11 +98,8 @@ class RulesScheduler(Scheduler):
         self.dp: DecisionPoint | None = None
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
-        made = heuristics(agent_allocates=True, placement=self.placement, hint=self.hint,
-                          worker_options=self.worker_options)
-        self.dp = DecisionPoint(topology, agent_allocates=True, agent_places=False, **made._asdict(),
-                                max_jobs=max(self.max_jobs, topology.n_gpus), worker_options=self.worker_options,
-                                hint_config=self.hint)
+        self.dp = agent_point(topology, self.hint, placement=self.placement, worker_options=self.worker_options,
+                              max_jobs=self.max_jobs)
         self.dp.reset(rng)
 
     def decide(self, view: ClusterView) -> Decision:

@@ -22,6 +22,13 @@ from hrlsched.outdir import check_writable
 from hrlsched.sim import plots
 
 BOUND = "lower bound"  # the last row of a comparison
+
+
+def check_unique(names: list[str], what: str = "--policies") -> None:
+    """A list of names where none is given twice (``ValueError`` naming them)."""
+    dup = sorted({p for p in names if names.count(p) > 1})
+    if dup:
+        raise ValueError(f"{what}: {', '.join(dup)} named more than once")
 METRICS = ["avg_jct_s", "p50_jct_s", "p95_jct_s", "p99_jct_s", "makespan_s", "gpu_util_mean", "avg_queue_s",
            "max_ftf", "restarts_total", "jobs_completed"]
 
@@ -157,9 +164,7 @@ def compare(
     out = Path(out)
     if not policies:
         raise ValueError("--policies: expected at least one policy name")
-    dup = sorted({p for p in policies if policies.count(p) > 1})
-    if dup:
-        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
+    check_unique(policies)
     check_writable(out)
     ck = [f"checkpoint={Path(checkpoint).resolve()}"] if checkpoint is not None else []
     cfgs = [resolve_run_config(scenario, p, s, [*(overrides or []), *(ck if p == "hrl" else [])])

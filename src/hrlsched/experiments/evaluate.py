@@ -40,10 +40,10 @@ from typing import Any
 import numpy as np
 
 from hrlsched.experiments.ablation import HINT_ALONE, RULES_ONLY, describe_hint
+from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
 
 AGENT = "hrl"
-BOUND = "lower bound"
 HEURISTICS = ["optimus-tuned", "optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
               "fifo"]
 RIVALS = ("dl2", "harmony")
@@ -59,9 +59,7 @@ def _checked_policies(heuristics: list[str]) -> dict[str, str]:
 
     if not heuristics:
         raise ValueError("--policies: expected at least one heuristic, e.g. optimus+pack,fifo")
-    dup = sorted({p for p in heuristics if heuristics.count(p) > 1})
-    if dup:
-        raise ValueError(f"--policies: {', '.join(dup)} named more than once")
+    check_unique(heuristics)
     learned = [p for p in heuristics if p.partition("+")[0] in LEARNED]
     if learned:
         raise ValueError(f"--policies: {', '.join(learned)} is learned, not a heuristic (the agent is a row of its "
@@ -164,8 +162,13 @@ def evaluate(
     best = min(heuristics, key=lambda p: jct[p].mean())
     kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
              **({r: "rival" for r in RIVALS} if rivals else {}), BOUND: "bound"}
-    info.update({AGENT: "predicted work", RULES_ONLY: "predicted work", HINT_ALONE: "predicted work",
-                 "dl2": "predicted work"})  # (the agent's observation and its hint; DL2's state)
+    agent_info = information(learned.HRLScheduler)  # (its ablations read what it reads)
+    info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info})
+    if rivals:
+        from hrlsched.policies.registry import make_scheduler
+
+        info.update({r: information(make_scheduler(r, checkpoint=str(cks[r]) if r in cks else None))
+                     for r in RIVALS})
     info.update({lb: "exact predicted work" for lb, v in info.items() if v == "predicted work" and exact})
     rows = [_row(label, kinds[label], jct[label], jct[AGENT], info.get(label, ""), label == best,
                  unfinished.get(label, 0))

@@ -33,9 +33,8 @@ def gae(rewards: np.ndarray, values: np.ndarray, next_values: np.ndarray, discou
     """Generalised advantage estimation (Schulman et al., ICLR'16): A_t =
     delta_t + discount_t * lam * A_{t+1}, with the TD error delta_t = r_t +
     discount_t * V(next_t) - V(t); ``next_values`` 0 after a terminal step."""
-    d = np.broadcast_to(np.asarray(discount, dtype=np.float64), np.shape(values))
-    delta = (rewards + d * next_values - values).tolist()
-    dl = d.tolist()
+    dl = _per_step(discount, len(values))
+    delta = (rewards + np.asarray(dl) * next_values - values).tolist()
     adv = np.zeros(len(delta), dtype=np.float64)
     acc = 0.0
     for t in range(len(delta) - 1, -1, -1):
