@@ -149,6 +149,9 @@ class Scheduler(ABC):
       (``ClusterView.remaining``), which a predictor without error (no
       ``sim.predictor.work_noise``, the default) makes the truth: an oracle's
       knowledge then, and reported so (``hrlsched evaluate``).
+    - ``sees_future``: it plans on a copy of the running simulation
+      (``bind``), so it knows future arrivals and true speeds: an oracle
+      (``lookahead``).
     """
 
     name: str = "scheduler"
@@ -158,9 +161,15 @@ class Scheduler(ABC):
     max_tasks_per_gpu: int = 1
     oracle: bool = False
     reads_work: bool = False
+    sees_future: bool = False
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:  # noqa: B027
         """Called once before a run."""
+
+    def bind(self, simulation: object) -> None:  # noqa: B027
+        """Called after ``reset`` with the ``Simulation`` the run steps: only a
+        scheduler that ``sees_future`` reads it (to copy it and try decisions
+        forward); the others ignore it."""
 
     @abstractmethod
     def decide(self, view: ClusterView) -> Decision: ...

@@ -28,7 +28,8 @@ ablation's of the agent, to the bit (a test runs both).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 
@@ -42,6 +43,14 @@ from hrlsched.policies.hint import SHIPPED, HintConfig
 
 GAP_SCALE = 10.0  # the hint-gap weight is in these units (speed gaps are of order 0.1)
 _WORKERS = F.CANDIDATE_FEATURES.index("workers")
+
+
+class Choice(NamedTuple):
+    """One job's allocation choice at a point: its id, the valid menu slots, the slot taken."""
+
+    job_id: int
+    valid: np.ndarray
+    slot: int
 
 
 def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarray, gap: float,
@@ -103,11 +112,25 @@ class RulesScheduler(Scheduler):
         self.dp.reset(rng)
 
     def decide(self, view: ClusterView) -> Decision:
+        return self.decide_with(view)
+
+    def decide_with(self, view: ClusterView, force: Mapping[int, int] | None = None,
+                    trace: list[Choice] | None = None) -> Decision:
+        """``decide``, except that a job of ``force`` (job id -> menu slot)
+        takes that slot where it is valid at its turn (the jobs after it
+        then follow the rules on what is left); ``trace`` gets each choice
+        made (a lookahead reads them to make its alternatives)."""
         dp = self.dp
         assert dp is not None, "optimus-tuned: reset() first"
         more = dp.begin(view)
         while more:
             _, _, _, base, dyn, ix = dp.allocation_rows()
-            score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
-            more = dp.act(int(ix[score.argmax()]))  # the first best valid slot
+            jid = dp.view.jobs[dp.k].job_id  # type: ignore[union-attr]
+            a = force.get(jid, -1) if force else -1
+            if a < 0 or a not in ix:
+                score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
+                a = int(ix[score.argmax()])  # the first best valid slot
+            if trace is not None:
+                trace.append(Choice(jid, ix.copy(), a))
+            more = dp.act(a)
         return dp.decision()

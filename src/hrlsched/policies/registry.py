@@ -38,13 +38,22 @@ def register(kind: str, name: str, factory: Callable[[], object], summary: str, 
 LEARNED = {"hrl": "hrlsched.agent.policy:HRLScheduler", "dl2": "hrlsched.rivals.dl2:DL2Scheduler",
            "harmony": "hrlsched.rivals.harmony:HarmonyScheduler"}
 #: every scheduler defined above this layer (they run a ``DecisionPoint``), by ``"module:attr"``
-LAZY = {**LEARNED, "optimus-tuned": "hrlsched.agent.rules:RulesScheduler"}
+LAZY = {**LEARNED, "optimus-tuned": "hrlsched.agent.rules:RulesScheduler",
+        "lookahead": "hrlsched.agent.lookahead:LookaheadScheduler"}
+#: joint schedulers that take settings in their name, ``NAME/key=value/...`` (the text is their factory's argument)
+WITH_SETTINGS = {"lookahead"}
 _resolved: dict[str, Callable[..., Scheduler]] = {}
 
 
 def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
-    """``fifo``, ``fifo+pack``, or the name of a joint scheduler;
+    """``fifo``, ``fifo+pack``, or the name of a joint scheduler, with its
+    settings for those that take them (``lookahead/level=allocation``);
     ``checkpoint``: the weights of a learned scheduler (``hrl``, ``dl2``, ``harmony``)."""
+    head, slash, settings = spec.strip().partition("/")
+    if slash:
+        if head not in WITH_SETTINGS:
+            raise ValueError(f"policy {spec!r}: {head!r} takes no settings after '/' (only {sorted(WITH_SETTINGS)} do)")
+        return SCHEDULERS[head].factory(settings)  # type: ignore[call-arg,return-value]
     name, _, place = spec.strip().partition("+")
     if checkpoint is not None and name not in LEARNED:
         raise ValueError(f"checkpoint {checkpoint!r}: policy {spec!r} takes no checkpoint "
@@ -142,6 +151,10 @@ def _register_builtins() -> None:
              "the hrl agent's rules without its network: Optimus with the shipped hint's tuned options (reads each "
              "job's remaining work from the predictor: exact by default, an oracle then), the fastest architecture "
              "and mode at its worker count, pack placing", "Peng et al., EuroSys'18; this project (agent/rules.py)")
+    register("scheduler", "lookahead", lambda settings=None: _resolve("lookahead")(settings),
+             "oracle: rollout planner over optimus-tuned (copies the simulation, tries other slots, policies' "
+             "decisions and placements, keeps the best to the end); settings lookahead/key=value/...",
+             "Bertsekas' rollout algorithm; this project (agent/lookahead.py, docs/headroom.md)")
     register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",
              "Sultana et al., ICPP'20")
     register("placement", "random", RandomPlacement, "free GPUs at random", "classic baseline")

@@ -56,6 +56,7 @@ class Simulator:
         sim, sched = self.simulation, self.scheduler
         view = sim.reset(self.seed)
         sched.reset(self.topo, np.random.default_rng(self.seed))
+        sched.bind(sim)
         n, finished = len(self.jobs), 0
         while view is not None:
             out = sim.step(sched.decide(view))

@@ -9,7 +9,12 @@ alone at its best candidate, plus the speed its neighbours keep relative to
 before. Only the candidates are evaluated, each with one vectorised
 ``PerformanceModel.speeds`` call. In the spirit of topology- and
 interference-aware placement (Amaral et al., SC'17; Harmony, Bao et al.
-ICDCS'19), not a reproduction of either."""
+ICDCS'19), not a reproduction of either.
+
+Called job by job (``place_job``, as a ``DecisionPoint`` does, probing
+candidates for its masks too), a job's neighbours are the running jobs of
+the view where they run now; through ``place``, also the jobs placed before
+it in the same decision."""
 
 from __future__ import annotations
 
@@ -32,10 +37,14 @@ class TopologyPlacement(IncrementalPlacement):
         self.candidates = candidates
         self._pack = PackPlacement()
         self._spread = BalancePlacement()
+        self._placed: dict[int, Placement] | None = None  # placed earlier in this decision (``place``): neighbours too
 
     def place(self, view: ClusterView, allocations: dict[int, Allocation]) -> dict[int, Placement]:
-        self._placed: dict[int, Placement] = {}  # placed earlier in this decision: neighbours too
-        return super().place(view, allocations)
+        self._placed = {}
+        try:
+            return super().place(view, allocations)
+        finally:
+            self._placed = None
 
     def _candidates(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> list[Placement]:
         cands = [self._pack.place_job(view, occ, job, n_workers, n_ps), self._spread.place_job(view, occ, job, n_workers, n_ps)]
@@ -59,7 +68,8 @@ class TopologyPlacement(IncrementalPlacement):
         if len(cands) <= 1:
             return cands[0] if cands else None
         others = [(j, p) for j, p in zip(view.jobs, view.placements) if p is not None and j.job_id != job.job_id]
-        others += [(view.jobs[view.index(jid)], p) for jid, p in self._placed.items()]
+        if self._placed is not None:
+            others += [(view.jobs[view.index(jid)], p) for jid, p in self._placed.items()]
         oj = [j for j, _ in others]
         op = [p for _, p in others]
         base = view.perf.speeds(oj, op) if oj else np.zeros(0)
@@ -71,5 +81,6 @@ class TopologyPlacement(IncrementalPlacement):
             score = sp[-1] / top + kept
             if score > best_score:
                 best, best_score = c, score
-        self._placed[job.job_id] = best
+        if self._placed is not None:
+            self._placed[job.job_id] = best
         return best

@@ -1,0 +1,350 @@
+"""``lookahead``: a rollout planner over the rules, to measure how much room
+single decisions leave (``docs/headroom.md``) and to teach the agent.
+
+At a decision point it copies the running simulation (``Simulation.clone``),
+applies each of a few alternative decisions to a copy, runs every copy on
+with a rollout policy (by default the rules, ``optimus-tuned``) to the end
+of the episode (or ``horizon_s``), and keeps the decision whose copy
+accumulates the fewest job-seconds from here on, which, all copies sharing
+the past, is the lowest average JCT. It is one step of policy iteration on
+its rollout policy (Bertsekas' rollout algorithm): it never does worse than
+the rollout policy at the points it evaluates, up to the
+points where the two part. It knows the future arrivals and the true speeds:
+an oracle (``sees_future``), a bound on what decisions of this kind can
+gain, not a scheduler a cluster could run.
+
+The alternatives (``LookaheadConfig``):
+
+- level 1 (``allocation``): the rules' decision with one job's menu slot
+  changed (``targets`` newest jobs with a choice at the point): held
+  (*wait*), its workers scaled by each of ``resize`` (same architecture and
+  mode where the menu has it), each other architecture or mode at its worker
+  count; the jobs after it follow the rules on what is left. Also the whole
+  decisions of other ``policies`` at this point.
+- level 2 (``placement``): the rules' allocation placed by each of
+  ``placements`` instead of ``pack`` (``topology`` scores the predicted
+  interference of its candidates, so it is the variant that avoids loaded
+  links and sockets).
+- ``both``: all of them.
+
+``every``: only about one decision point in k is evaluated (by a hash of
+its round; the others follow the rules), which divides its time. ``depth``
+2 is the iterated lookahead: it follows the depth-1 lookahead and improves
+on it with rollouts that run the depth-1 lookahead (policy iteration's
+second step; its time is about the square of depth 1's).
+
+Settings are written as text, ``level=allocation/every=4`` (``parse``), and
+name a policy as ``lookahead/level=allocation/every=4`` wherever a policy
+is named (``hrlsched compare``, ``evaluate --lookahead``, ``headroom``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from hrlsched.agent.rules import Choice, RulesScheduler
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, Scheduler
+from hrlsched.envs.candidates import KEEP, WAIT
+
+LEVELS = ("allocation", "placement", "both")
+
+
+@dataclass(frozen=True)
+class LookaheadConfig:
+    """The lookahead's settings (text form: ``key=value`` joined by ``/``)."""
+
+    level: str = "both"  # which alternatives: allocation (level 1), placement (level 2) or both
+    every: int = 1  # evaluate about one decision point in k (by its round); the others follow the rules
+    horizon_s: float | None = None  # None: roll to the end of the episode
+    targets: int = 1  # level 1: how many of the newest jobs with a choice get alternatives
+    resize: tuple[float, ...] = (0.5, 2.0)  # level 1: worker-count factors tried
+    policies: tuple[str, ...] = ("srtf+pack", "drf+pack", "optimus+pack")  # level 1: whole decisions tried
+    placements: tuple[str, ...] = ("balance", "topology")  # level 2: placements tried for the rules' allocation
+    depth: int = 1  # 2: rollouts run a depth-1 lookahead (iterated)
+
+    def __post_init__(self) -> None:
+        if self.level not in LEVELS:
+            raise ValueError(f"lookahead level: expected one of {', '.join(LEVELS)}, got {self.level!r}")
+        if int(self.every) < 1:
+            raise ValueError(f"lookahead every: expected a positive number of decision points, got {self.every}")
+        if self.horizon_s is not None and not self.horizon_s > 0:
+            raise ValueError(f"lookahead horizon_s: expected seconds > 0 or none, got {self.horizon_s}")
+        if int(self.targets) < 0:
+            raise ValueError(f"lookahead targets: expected a number of jobs >= 0, got {self.targets}")
+        if any(not f > 0 or f == 1 for f in self.resize):
+            raise ValueError(f"lookahead resize: expected factors > 0 other than 1, got {self.resize}")
+        if self.depth not in (1, 2):
+            raise ValueError(f"lookahead depth: expected 1 or 2 (iterated), got {self.depth}")
+        from hrlsched.policies.registry import PLACEMENTS, make_scheduler
+
+        for p in self.policies:
+            make_scheduler(p)  # a bad name fails here, naming it
+        bad = [p for p in self.placements if p not in PLACEMENTS]
+        if bad:
+            raise ValueError(f"lookahead placements: unknown {bad}; expected some of {sorted(PLACEMENTS)}")
+
+    @classmethod
+    def parse(cls, text: str) -> LookaheadConfig:
+        """``level=allocation/every=4/resize=0.5:2/policies=srtf+pack:drf+pack/horizon_s=none``
+        (lists joined by ``:``; empty text: the defaults)."""
+        kw: dict[str, Any] = {}
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        for part in filter(None, text.split("/")):
+            key, eq, val = part.partition("=")
+            if not eq or key not in names:
+                raise ValueError(f"lookahead setting {part!r}: expected key=value with a key among {sorted(names)}")
+            kw[key] = _value(key, val)
+        return cls(**kw)
+
+    def text(self) -> str:
+        """The settings that differ from the defaults, as ``parse`` reads them."""
+        out = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if v != f.default:
+                shown = ":".join(_fmt(x) for x in v) if isinstance(v, tuple) else _fmt(v)
+                out.append(f"{f.name}={shown}")
+        return "/".join(out)
+
+
+def _fmt(v: object) -> str:
+    if v is None:
+        return "none"
+    if isinstance(v, float) and v == int(v):
+        return str(int(v)) if v >= 10 else f"{v:g}"
+    return str(v)
+
+
+def _value(key: str, val: str) -> Any:
+    try:
+        if key in ("level",):
+            return val
+        if key in ("every", "targets", "depth"):
+            return int(val)
+        if key == "horizon_s":
+            return None if val.lower() == "none" else float(val)
+        if key == "resize":
+            return tuple(float(x) for x in filter(None, val.split(":")))
+        return tuple(filter(None, val.split(":")))  # policies, placements
+    except ValueError:
+        raise ValueError(f"lookahead setting {key}={val!r}: not a valid value") from None
+
+
+def _signature(d: Decision) -> tuple[Any, ...]:
+    """What a decision changes in the cluster (two equal ones give the same run)."""
+    return (tuple(sorted((j, p.gpus, p.ps_sockets) for j, p in d.placements.items())),
+            tuple(sorted(d.arch.items())), tuple(sorted(d.mode.items())), tuple(sorted(d.batch_sizes.items())))
+
+
+@dataclass
+class LookaheadStats:
+    """What a run of the lookahead did (``LookaheadScheduler.stats``)."""
+
+    points: int = 0  # decision points
+    evaluated: int = 0  # of them, evaluated (every k-th with an alternative)
+    rollouts: int = 0
+    changed: int = 0  # evaluated points where an alternative beat the rules
+    by_kind: dict[str, int] = field(default_factory=dict)  # the kinds of alternatives taken
+    seconds: float = 0.0  # wall time spent deciding
+
+
+class LookaheadScheduler(Scheduler):
+    """``lookahead``: see the module's docstring. ``config``: a
+    ``LookaheadConfig`` or its text. The rollout policy and the rules it
+    improves on are ``optimus-tuned`` with the shipped hint."""
+
+    name = "lookahead"
+    decision_points = "events"
+    sees_future = True
+
+    def __init__(self, config: LookaheadConfig | str | None = None) -> None:
+        cfg = config if isinstance(config, LookaheadConfig) else LookaheadConfig.parse(config or "")
+        self.config = cfg
+        if cfg.text():
+            self.name = f"lookahead/{cfg.text()}"
+        self.rules = RulesScheduler()
+        self.reads_work = self.rules.reads_work
+        self._alt_rules: dict[str, RulesScheduler] = {}
+        self._others: dict[str, Scheduler] = {}
+        self._roller: Scheduler | None = None
+        self._sim: Any = None
+        self._topology: Topology | None = None
+        self.stats = LookaheadStats()
+
+    def reset(self, topology: Topology, rng: np.random.Generator) -> None:
+        from hrlsched.policies.registry import make_scheduler
+
+        cfg = self.config
+        self._topology = topology
+        self.rules.reset(topology, np.random.default_rng(0))
+        self._alt_rules = {}
+        if cfg.level in ("placement", "both"):
+            for p in cfg.placements:
+                r = self._alt_rules[p] = RulesScheduler(placement=p)
+                r.reset(topology, np.random.default_rng(0))
+        self._others = {}
+        if cfg.level in ("allocation", "both"):
+            for p in cfg.policies:
+                s = self._others[p] = make_scheduler(p)
+                s.reset(topology, np.random.default_rng(0))
+        if cfg.depth == 2:
+            self._roller = LookaheadScheduler(dataclasses.replace(cfg, depth=1))
+            self._roller.reset(topology, rng)
+        else:
+            self._roller = RulesScheduler()
+            self._roller.reset(topology, np.random.default_rng(0))
+        self.stats = LookaheadStats()
+
+    def bind(self, simulation: object) -> None:
+        self._sim = simulation
+
+    def decide(self, view: ClusterView) -> Decision:
+        if self._sim is None:
+            raise RuntimeError("lookahead: it plans on the running simulation; run it through Simulator "
+                               "(hrlsched simulate, compare or evaluate), which binds it")
+        t0 = time.perf_counter()
+        st = self.stats
+        st.points += 1
+        trace: list[Choice] = []
+        rules = self.rules.decide_with(view, trace=trace)
+        base, extra = rules, []
+        if isinstance(self._roller, LookaheadScheduler):  # iterated: improve on the depth-1 lookahead
+            self._roller.bind(self._sim)
+            base, extra = self._roller.decide(view), [("rules", rules)]
+        if self._selected(view):
+            alts = self._alternatives(view, base, trace, extra)
+            if alts:
+                st.evaluated += 1
+                best, best_v, taken = base, self._rollout(base), None
+                for kind, d in alts:
+                    v = self._rollout(d)
+                    if v < best_v - 1e-6 * max(1.0, abs(best_v)):  # strictly better: ties keep the base
+                        best, best_v, taken = d, v, kind
+                if taken is not None:
+                    st.changed += 1
+                    st.by_kind[taken] = st.by_kind.get(taken, 0) + 1
+                    if best.recheck_s is None and base.recheck_s is not None:
+                        best = dataclasses.replace(best, recheck_s=base.recheck_s)
+                base = best
+        st.seconds += time.perf_counter() - t0
+        return base
+
+    def _selected(self, view: ClusterView) -> bool:
+        """Whether this point is evaluated: about one in ``every``, chosen by
+        a hash of its round, so that the choice is a function of the state
+        (the rollout algorithm's improvement, and the iterated lookahead,
+        need a policy that decides on the state alone)."""
+        k = int(self.config.every)
+        if k == 1:
+            return True
+        r = int(round(view.time_s / float(self._sim.cfg.round_s)))
+        return (r * 2654435761 % (1 << 32)) % k == 0
+
+    # ------------------------------------------------------------ internals
+    def _alternatives(self, view: ClusterView, base: Decision, trace: list[Choice],
+                      extra: list[tuple[str, Decision]]) -> list[tuple[str, Decision]]:
+        """(kind, decision) pairs, distinct from ``base`` and from each other."""
+        cfg = self.config
+        seen = {_signature(base)}
+        out: list[tuple[str, Decision]] = []
+
+        def add(kind: str, d: Decision) -> None:
+            s = _signature(d)
+            if s not in seen:
+                seen.add(s)
+                out.append((kind, d))
+
+        for kind, d in extra:
+            add(kind, d)
+
+        if cfg.level in ("allocation", "both"):
+            for kind, force in self._forced(view, trace):
+                add(kind, self.rules.decide_with(view, force=force))
+            for p, s in self._others.items():
+                add(f"policy {p}", s.decide(view))
+        if cfg.level in ("placement", "both"):
+            for p, r in self._alt_rules.items():
+                add(f"placement {p}", r.decide(view))
+        return out
+
+    def _forced(self, view: ClusterView, trace: list[Choice]) -> list[tuple[str, dict[int, int]]]:
+        """Level-1 alternatives as forced menu slots of the newest jobs with a choice."""
+        cfg = self.config
+        if not cfg.targets:
+            return []
+        t = self.rules.dp.table  # type: ignore[union-attr]
+        choices = [c for c in trace if len(c.valid) > 1]
+        choices.sort(key=lambda c: -view.jobs[view.index(c.job_id)].arrival_s)
+        out: list[tuple[str, dict[int, int]]] = []
+        for c in choices[: cfg.targets]:
+            k = view.index(c.job_id)
+            valid = set(int(x) for x in c.valid)
+            if c.slot == KEEP:
+                pl = view.placements[k]
+                w = pl.n_workers if pl is not None else 0
+                ai, mi = ARCHS.index(view.jobs[k].arch), MODES.index(view.jobs[k].mode)
+            elif c.slot == WAIT:
+                w, ai, mi = 0, -1, -1
+            else:
+                w, ai, mi = int(t.workers[c.slot]), int(t.arch[c.slot]), int(t.mode[c.slot])
+            real = [s for s in valid if s > KEEP]
+            if c.slot != WAIT and WAIT in valid:
+                out.append(("hold", {c.job_id: WAIT}))
+            if w == 0:  # held by the rules: start it at each worker count it may have
+                for s in sorted({min((s for s in real if t.workers[s] == n), default=-1)
+                                 for n in {int(t.workers[s]) for s in real}} - {-1}):
+                    out.append(("start", {c.job_id: s}))
+                continue
+            for f in cfg.resize:
+                n = max(1, int(round(w * f)))
+                same = [s for s in real if t.workers[s] == n and t.arch[s] == ai and t.mode[s] == mi]
+                other = [s for s in real if t.workers[s] == n]
+                pick = (same or other or [-1])[0]
+                if pick >= 0:
+                    out.append((f"workers x{f:g}", {c.job_id: pick}))
+            seen_am = {(ai, mi)}
+            for s in sorted(real):
+                am = (int(t.arch[s]), int(t.mode[s]))
+                if t.workers[s] == w and am not in seen_am:
+                    seen_am.add(am)
+                    out.append(("arch/mode", {c.job_id: s}))
+        return out
+
+    def _rollout(self, decision: Decision) -> float:
+        """Job-seconds from this point on with ``decision`` here and the
+        rollout policy after (to the end, or to the horizon plus each
+        unfinished job's remaining work at its isolated speed)."""
+        self.stats.rollouts += 1
+        sim = self._sim.clone()
+        out = sim.step(decision)
+        total = out.job_seconds
+        roller = self._roller
+        assert roller is not None
+        if isinstance(roller, LookaheadScheduler):
+            roller.bind(sim)
+        end = None if self.config.horizon_s is None else sim.state.time_s + float(self.config.horizon_s)
+        view = out.view
+        while view is not None and (end is None or sim.state.time_s < end):
+            out = sim.step(roller.decide(view))
+            total += out.job_seconds
+            view = out.view
+        if view is not None:
+            total += _time_left(sim)
+        return float(total)
+
+
+def _time_left(sim: Any) -> float:
+    """An estimate of the job-seconds still to come in ``sim``: each active
+    job's remaining work at its isolated speed (a horizon's tail)."""
+    st = sim.state
+    act = np.fromiter(st.active, dtype=np.int64, count=len(st.active))
+    if not act.size:
+        return 0.0
+    frac = np.clip(1.0 - st.progress[act] / sim.total[act], 0.0, 1.0)
+    return float((frac * sim.isolated_duration_s[act]).sum())

@@ -1,0 +1,249 @@
+"""The headroom of a scenario: how far the rules (``optimus-tuned``) and the
+best heuristic are from ``lookahead`` (``agent.lookahead``), an oracle that
+tries alternative decisions forward on copies of the simulation, by level:
+level 1 alone (other menu slots, other policies' decisions), level 2 alone
+(other placements of the rules' allocation), and both.
+
+Each case is a scenario with optional overrides (``default@predictor.work_noise=0.7``).
+Every run is kept under ``out/runs/<case>/<policy>/seed<N>.json`` with its
+config, its average JCT, its wall time and, for the lookahead, what it did
+(points evaluated, rollouts, choices changed by kind); a run already there
+with the same config is reused (an interrupted batch resumes). The gains
+are paired by seed: (rules - lookahead) / rules, and the same against the
+best heuristic of the case (lowest mean over these seeds, chosen after the
+fact), with 95% t-intervals."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+RULES = "optimus-tuned"
+LEVEL_ROWS = {"1": ("level 1", "allocation"), "2": ("level 2", "placement"), "both": ("both", "both")}
+
+
+@dataclass(frozen=True)
+class Case:
+    """A scenario with overrides and lookahead settings of its own, named
+    ``SCENARIO[@key=value,key=value][#lookahead settings]`` (e.g.
+    ``itp-c01#every=48``: a long trace evaluates fewer points)."""
+
+    text: str
+    scenario: str
+    overrides: tuple[str, ...]
+    lookahead: str = ""
+
+    @classmethod
+    def parse(cls, text: str) -> Case:
+        head, _, la = text.strip().partition("#")
+        scen, at, rest = head.partition("@")
+        over = tuple(x.strip() for x in rest.split(",") if x.strip()) if at else ()
+        if not scen or (at and not over) or any("=" not in o for o in over):
+            raise ValueError(f"--case {text!r}: expected SCENARIO[@key=value[,key=value]][#lookahead settings]")
+        return cls(text.strip(), scen, over, la)
+
+    @property
+    def folder(self) -> str:
+        return self.text.partition("#")[0].replace("/", "_").replace("@", "__").replace(",", "_").replace("=", "-")
+
+
+def lookahead_policy(level: str, *settings: str) -> str:
+    """The policy name of the lookahead at ``level`` with the other ``settings``
+    (texts; a later one's key overrides an earlier one's)."""
+    from hrlsched.agent.lookahead import LookaheadConfig
+
+    kv: dict[str, str] = {}
+    for text in settings:
+        for p in filter(None, text.split("/")):
+            key, _, val = p.partition("=")
+            kv[key] = val
+    kv["level"] = level
+    cfg = LookaheadConfig.parse("/".join(f"{k}={v}" for k, v in kv.items()))
+    return f"lookahead/{cfg.text()}" if cfg.text() else "lookahead"
+
+
+def _path(out: Path, case: Case, policy: str, seed: int) -> Path:
+    return out / "runs" / case.folder / policy.replace("/", "_").replace("+", "_") / f"seed{seed}.json"
+
+
+def _run(case_text: str, policy: str, seed: int, path: str) -> dict[str, Any]:
+    from hrlsched.config import dump_run_config, resolve_run_config
+    from hrlsched.io import write_json
+    from hrlsched.policies.registry import make_scheduler
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+    from hrlsched.sim.metrics import summary
+
+    case = Case.parse(case_text)
+    cfg = resolve_run_config(case.scenario, policy, seed, list(case.overrides))
+    t0 = time.perf_counter()
+    built = build_scenario(cfg.scenario, seed)
+    sched = make_scheduler(policy)
+    sim = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed, predictor=built.predictor)
+    res = sim.run()
+    wall = time.perf_counter() - t0
+    s = summary(res, policy, case.text)
+    stats = getattr(sched, "stats", None)
+    rec = {"config": dump_run_config(cfg), "avg_jct_s": s["avg_jct_s"], "jobs_total": s["jobs_total"],
+           "jobs_completed": s["jobs_completed"], "wall_s": wall,
+           "lookahead": None if stats is None else {k: v for k, v in vars(stats).items()}}
+    write_json(Path(path), rec)
+    return rec
+
+
+def _kept(path: Path, case: Case, policy: str, seed: int) -> dict[str, Any] | None:
+    from hrlsched.config import dump_run_config, resolve_run_config
+
+    if not path.is_file():
+        return None
+    try:
+        rec = json.loads(path.read_text())
+    except ValueError:
+        return None
+    want = dump_run_config(resolve_run_config(case.scenario, policy, seed, list(case.overrides)))
+    return rec if rec.get("config") == want else None
+
+
+def headroom(
+    cases: list[str],
+    seeds: list[int],
+    out: str | Path,
+    lookahead: str = "",
+    heuristics: list[str] | None = None,
+    workers: int = 1,
+    progress: Callable[[int, int], None] | None = None,
+    levels: tuple[str, ...] = ("1", "2"),
+) -> list[dict[str, Any]]:
+    """Run (or reuse) every case's heuristics and lookaheads on ``seeds``;
+    write ``headroom.json`` in ``out`` and return one row per case."""
+    from hrlsched.agent.lookahead import LookaheadConfig
+    from hrlsched.config import resolve_run_config
+    from hrlsched.experiments.compare import check_unique
+    from hrlsched.experiments.evaluate import HEURISTICS
+    from hrlsched.io import write_json
+    from hrlsched.outdir import check_writable
+    from hrlsched.policies.registry import make_scheduler
+
+    out = Path(out)
+    parsed = [Case.parse(c) for c in cases]
+    check_unique([c.text for c in parsed], "--case")
+    if not seeds:
+        raise ValueError("--seeds: expected at least one seed")
+    LookaheadConfig.parse(lookahead)  # a bad setting fails before any run
+    bad = [lv for lv in levels if lv not in LEVEL_ROWS]
+    if bad or not levels:
+        raise ValueError(f"--levels: expected some of {', '.join(LEVEL_ROWS)}, got {', '.join(levels) or 'none'}")
+    heur = list(HEURISTICS if heuristics is None else heuristics)
+    if RULES not in heur:
+        heur.insert(0, RULES)
+    check_unique(heur)
+    for h in heur:
+        make_scheduler(h)
+    for c in parsed:
+        resolve_run_config(c.scenario, None, None, list(c.overrides))  # a bad case fails first
+    check_writable(out)
+    las = {c.text: {LEVEL_ROWS[lv][0]: lookahead_policy(LEVEL_ROWS[lv][1], lookahead, c.lookahead) for lv in levels}
+           for c in parsed}
+    jobs = [(c, p, s) for c in parsed for p in [*heur, *las[c.text].values()] for s in seeds]
+    results: dict[tuple[str, str, int], dict[str, Any]] = {}
+    todo = []
+    for c, p, s in jobs:
+        rec = _kept(_path(out, c, p, s), c, p, s)
+        if rec is None:
+            todo.append((c, p, s))
+        else:
+            results[(c.text, p, s)] = rec
+    if progress:
+        progress(len(results), len(jobs))
+    # the lookaheads last (the longest): the cheap runs' figures come first
+    todo.sort(key=lambda t: t[1].startswith("lookahead"))
+    with ProcessPoolExecutor(max_workers=max(1, workers)) as pool:
+        futs = {pool.submit(_run, c.text, p, s, str(_path(out, c, p, s))): (c.text, p, s) for c, p, s in todo}
+        for f in as_completed(futs):
+            results[futs[f]] = f.result()
+            if progress:
+                progress(len(results), len(jobs))
+    rows = [_case_row(c, seeds, heur, las[c.text], results) for c in parsed]
+    write_json(out / "headroom.json", {"cases": cases, "seeds": seeds, "lookahead": lookahead,
+                                       "heuristics": heur, "rows": rows})
+    return rows
+
+
+def _gain(ref: np.ndarray, v: np.ndarray) -> tuple[float, float]:
+    """Mean and 95% half-width of (ref - v) / ref over seeds, in %."""
+    from hrlsched.experiments.compare import interval
+
+    return interval(list(100.0 * (ref - v) / ref))
+
+
+def _case_row(c: Case, seeds: list[int], heur: list[str], las: dict[str, str],
+              results: dict[tuple[str, str, int], dict[str, Any]]) -> dict[str, Any]:
+    def jct(p: str) -> np.ndarray:
+        return np.array([results[(c.text, p, s)]["avg_jct_s"] for s in seeds], dtype=float)
+
+    best = min(heur, key=lambda p: jct(p).mean())
+    rules, top = jct(RULES), jct(best)
+    row: dict[str, Any] = {"case": c.text, "seeds": seeds, "rules_avg_jct_s": float(rules.mean()),
+                           "best_heuristic": best, "best_avg_jct_s": float(top.mean()),
+                           "rules_wall_s": float(np.mean([results[(c.text, RULES, s)]["wall_s"] for s in seeds])),
+                           "levels": {}}
+    for name, p in las.items():
+        v = jct(p)
+        g, gh = _gain(rules, v)
+        b, bh = _gain(top, v)
+        recs = [results[(c.text, p, s)] for s in seeds]
+        la = [r["lookahead"] or {} for r in recs]
+        kinds: dict[str, int] = {}
+        for x in la:
+            for k, n in (x.get("by_kind") or {}).items():
+                kinds[k] = kinds.get(k, 0) + int(n)
+        row["levels"][name] = {
+            "policy": p, "avg_jct_s": float(v.mean()), "gain_vs_rules_pct": g, "gain_vs_rules_pct_ci95": gh,
+            "gain_vs_best_pct": b, "gain_vs_best_pct_ci95": bh, "wall_s": float(np.mean([r["wall_s"] for r in recs])),
+            "points": int(sum(x.get("points", 0) for x in la)), "evaluated": int(sum(x.get("evaluated", 0) for x in la)),
+            "rollouts": int(sum(x.get("rollouts", 0) for x in la)), "changed": int(sum(x.get("changed", 0) for x in la)),
+            "changed_by_kind": kinds,
+        }
+    return row
+
+
+def _pm(v: float, h: float) -> str:
+    return f"{v:+.1f}%" + ("" if h != h else f" ± {h:.1f}")
+
+
+def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
+    """The headroom table (one line per case) and what the lookaheads changed."""
+    from hrlsched.seeds import seeds_text
+
+    seeds = rows[0]["seeds"] if rows else []
+    names = list(rows[0]["levels"]) if rows else []
+    md = [f"Seeds {seeds_text(seeds)}; lookahead settings: `{lookahead or '(defaults)'}`, and a case's own after `#`. "
+          "Gains are paired by seed, (reference − lookahead) / reference, mean ± 95% interval; positive: the "
+          "lookahead is faster. Time: seconds per episode on this machine, the whole run.", "",
+          "| case | rules (h) | best heuristic (h) | " + " | ".join(f"{n} vs rules" for n in names) + " | "
+          + " | ".join(f"{n} vs best heuristic" for n in names) + " | s / episode: rules, "
+          + ", ".join(names) + " |",
+          "|---|---|---|" + "---|" * (2 * len(names)) + "---|"]
+    for r in rows:
+        lv = r["levels"]
+        md.append(
+            f"| `{r['case']}` | {r['rules_avg_jct_s'] / 3600:.3f} | {r['best_heuristic']} {r['best_avg_jct_s'] / 3600:.3f} | "
+            + " | ".join(_pm(lv[n]["gain_vs_rules_pct"], lv[n]["gain_vs_rules_pct_ci95"]) for n in names) + " | "
+            + " | ".join(_pm(lv[n]["gain_vs_best_pct"], lv[n]["gain_vs_best_pct_ci95"]) for n in names) + " | "
+            + f"{r['rules_wall_s']:.1f}, " + ", ".join(f"{lv[n]['wall_s']:.0f}" for n in names) + " |")
+    md += ["", "What the lookahead changed (all seeds): points evaluated, rollouts, and the alternatives it took "
+           "over the rules' decision, by kind.", "",
+           "| case | level | policy | points evaluated / all | rollouts | alternatives taken |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        for name, x in r["levels"].items():
+            kinds = ", ".join(f"{k} {n}" for k, n in sorted(x["changed_by_kind"].items(), key=lambda kv: -kv[1]))
+            md.append(f"| `{r['case']}` | {name} | `{x['policy']}` | {x['evaluated']} / {x['points']} | {x['rollouts']} | "
+                      f"{x['changed']}: {kinds or '-'} |")
+    return "\n".join(md) + "\n"

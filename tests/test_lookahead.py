@@ -1,0 +1,105 @@
+"""``lookahead``: the rollout planner over the rules (agent/lookahead.py)."""
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")  # (the agent package; the lookahead itself needs no network)
+
+from hrlsched.agent.lookahead import LookaheadConfig, LookaheadScheduler  # noqa: E402
+from hrlsched.agent.rules import RulesScheduler  # noqa: E402
+from hrlsched.config import resolve_run_config  # noqa: E402
+from hrlsched.policies.registry import make_scheduler  # noqa: E402
+from hrlsched.scenario import build_scenario  # noqa: E402
+from hrlsched.sim.engine import Simulator  # noqa: E402
+
+SETS = ["workload.jobs=20", "workload.duration_h=1"]
+
+
+def run(policy: str, seed: int = 3, scenario: str = "default", sets: list[str] = SETS) -> tuple[float, object]:
+    cfg = resolve_run_config(scenario, policy, seed, sets)
+    b = build_scenario(cfg.scenario, seed)
+    sched = make_scheduler(policy)
+    res = Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=seed, predictor=b.predictor).run()
+    assert not np.isnan(res.finish_s).any()
+    arrival = np.array([j.arrival_s for j in res.jobs])
+    return float(np.mean(res.finish_s - arrival)), sched
+
+
+def test_without_alternatives_it_is_the_rules_to_the_bit() -> None:
+    rules, _ = run("optimus-tuned")
+    got, la = run("lookahead/targets=0/policies=/placements=")
+    assert got == rules and la.stats.evaluated == 0 and la.stats.rollouts == 0
+
+
+def test_a_rollout_of_the_rules_decision_is_what_the_rules_then_do() -> None:
+    """The value a lookahead gives the rules' decision at a point is the
+    job-seconds the rules' own run then accumulates, to the bit."""
+    cfg = resolve_run_config("default", "optimus-tuned", 5, SETS)
+    b = build_scenario(cfg.scenario, 5)
+    rules = RulesScheduler()
+    sim = Simulator(b.topology, b.jobs, b.perf, rules, b.engine, seed=5, predictor=b.predictor).simulation
+    rules.reset(b.topology, np.random.default_rng(5))
+    la = LookaheadScheduler()
+    la.reset(b.topology, np.random.default_rng(5))
+    view = sim.reset(5)
+    for _ in range(12):
+        view = sim.step(rules.decide(view)).view
+    la.bind(sim)
+    d = rules.decide(view)
+    predicted = la._rollout(d)
+    total = 0.0
+    while view is not None:
+        out = sim.step(d)
+        total += out.job_seconds
+        view = out.view
+        d = rules.decide(view) if view is not None else d
+    assert predicted == total
+
+
+def test_it_is_never_worse_than_the_rules_it_rolls_out() -> None:
+    # the rollout algorithm's improvement: here the rules decide on the state alone
+    for seed in (3, 4):
+        rules, _ = run("optimus-tuned", seed)
+        got, la = run("lookahead/every=2", seed)
+        assert got <= rules + 1e-6
+        assert la.stats.evaluated > 0 and la.stats.rollouts > la.stats.evaluated
+
+
+def test_levels_try_their_own_alternatives() -> None:
+    _, l1 = run("lookahead/level=allocation/every=2")
+    _, l2 = run("lookahead/level=placement")
+    assert not any(k.startswith("placement") for k in l1.stats.by_kind)
+    assert l2.stats.by_kind and all(k.startswith("placement") for k in l2.stats.by_kind)
+
+
+@pytest.mark.slow  # (minutes: its time is about the square of the lookahead's)
+def test_iterated_lookahead_improves_on_the_lookahead() -> None:
+    sets = ["workload.jobs=8", "workload.duration_h=0.5"]
+    one, _ = run("lookahead/every=2/policies=srtf+pack/placements=", 2, sets=sets)
+    got, la = run("lookahead/depth=2/every=2/policies=srtf+pack/placements=", 2, sets=sets)
+    assert got <= one + 1e-6 and la.stats.rollouts > 0
+
+
+def test_settings_text_round_trips_and_bad_values_name_the_field() -> None:
+    c = LookaheadConfig.parse("level=allocation/every=4/resize=0.5:3/policies=srtf+pack/horizon_s=7200")
+    assert c.level == "allocation" and c.every == 4 and c.resize == (0.5, 3.0) and c.horizon_s == 7200.0
+    assert LookaheadConfig.parse(c.text()) == c
+    assert make_scheduler(f"lookahead/{c.text()}").name == f"lookahead/{c.text()}"
+    for bad, word in (("level=both2", "level"), ("every=0", "every"), ("resize=1", "resize"), ("nope=1", "nope"),
+                      ("policies=nosuch", "nosuch"), ("placements=pack:nosuch", "placements"), ("depth=3", "depth")):
+        with pytest.raises(ValueError, match=word):
+            make_scheduler(f"lookahead/{bad}")
+    with pytest.raises(ValueError, match="takes no settings"):
+        make_scheduler("fifo/x=1")
+
+
+def test_it_refuses_to_decide_outside_a_simulator() -> None:
+    la = make_scheduler("lookahead")
+    cfg = resolve_run_config("default", "lookahead", 0, SETS)
+    b = build_scenario(cfg.scenario, 0)
+    from hrlsched.sim.simulation import Simulation
+
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine)
+    la.reset(b.topology, np.random.default_rng(0))
+    with pytest.raises(RuntimeError, match="Simulator"):
+        la.decide(sim.reset(0))
