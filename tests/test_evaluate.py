@@ -134,9 +134,11 @@ def test_information_is_labelled() -> None:
     from hrlsched.policies.registry import make_scheduler
 
     got = {p: information(make_scheduler(p)) for p in ("srtf", "srtf-est", "tetris", "optimus", "optimus-tuned",
-                                                       "gavel", "gavel-makespan", "fifo", "drf")}
+                                                       "gavel", "gavel-makespan", "fifo", "drf", "lookahead",
+                                                       "lookahead/level=placement")}
     assert got == {"srtf": "truth", "srtf-est": "", "tetris": "truth", "optimus": "", "optimus-tuned": "predicted work",
-                   "gavel": "", "gavel-makespan": "predicted work", "fifo": "", "drf": ""}
+                   "gavel": "", "gavel-makespan": "predicted work", "fifo": "", "drf": "", "lookahead": "future",
+                   "lookahead/level=placement": "future"}
 
 
 def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:

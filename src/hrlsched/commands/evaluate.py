@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
         markdown: Annotated[Optional[Path], typer.Option(help="also write the table as markdown to this file")] = None,  # noqa: UP045
         dl2: Annotated[Optional[Path], typer.Option(help="DL2's checkpoint with --rivals (default: the shipped one)")] = None,  # noqa: UP045
         harmony: Annotated[Optional[Path], typer.Option(help="Harmony's checkpoint with --rivals (default: the shipped one)")] = None,  # noqa: UP045
+        lookahead: Annotated[Optional[str], typer.Option(help="add the lookahead oracle with these settings (key=value joined by /, e.g. every=24; 'default' for its defaults); minutes per episode")] = None,  # noqa: UP045
     ) -> None:
         """Print and write (evaluation.csv, evaluation.json in OUT) one table: the agent,
         its rules-only ablation and its hint alone, every heuristic (the best of the
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         folder = out if out is not None else Path("runs") / f"evaluate-{Path(scenario).stem}"
         rival_cks = {k: v for k, v in (("dl2", dl2), ("harmony", harmony)) if v is not None}
         ev = runs_with_progress(err, lambda progress: run_evaluate(
-            scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers, progress, rival_cks))
+            scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers, progress, rival_cks,
+            None if lookahead is None else ("" if lookahead == "default" else lookahead)))
         print(format_table(ev))
         wrote = f"{folder}/evaluation.csv, evaluation.json and runs/"
         if markdown is not None:

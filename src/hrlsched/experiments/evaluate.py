@@ -68,9 +68,12 @@ def _checked_policies(heuristics: list[str]) -> dict[str, str]:
 
 
 def information(sched: Any) -> str:
-    """``"truth"`` (an oracle scheduler: the true remaining work and model),
+    """``"future"`` (a planner on a copy of the simulation: ``lookahead``),
+    ``"truth"`` (an oracle scheduler: the true remaining work and model),
     ``"predicted work"`` (it decides on the predictor's remaining work: the
     truth too under an exact predictor) or ``""``."""
+    if getattr(sched, "sees_future", False):
+        return "future"
     if getattr(sched, "oracle", False):
         return "truth"
     return "predicted work" if getattr(sched, "reads_work", False) else ""
@@ -99,12 +102,14 @@ def evaluate(
     workers: int = 1,
     progress: Callable[[int, int], None] | None = None,
     rival_checkpoints: dict[str, str | Path] | None = None,
+    lookahead: str | None = None,
 ) -> dict[str, Any]:
     """Run (or reuse) every row's runs, write ``evaluation.csv`` and
     ``evaluation.json`` in ``out``, and return the evaluation (see
     ``evaluation.json``: ``rows``, ``rivals``, ``departures``).
     ``rival_checkpoints``: DL2's or Harmony's weights by name (default:
-    the shipped ones)."""
+    the shipped ones). ``lookahead``: add the ``lookahead`` oracle with
+    these settings (text; "" its defaults) as a row."""
     from hrlsched.config import dump_run_config, resolve_run_config
     from hrlsched.data import check_data
     from hrlsched.experiments import learned
@@ -143,6 +148,13 @@ def evaluate(
             baselines[r] += [h for h in heuristics if h.partition("+")[0] == alloc and h not in baselines[r]]
 
     labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics]
+    la_label = None
+    if lookahead is not None:
+        from hrlsched.agent.lookahead import LookaheadConfig
+
+        text = LookaheadConfig.parse(lookahead).text()
+        la_label = f"lookahead/{text}" if text else "lookahead"
+        labels.append(la_label)
     if rivals:
         labels += [*RIVALS, *(b for bs in baselines.values() for b in bs if b not in heuristics)]
     labels = list(dict.fromkeys(labels))
@@ -161,7 +173,8 @@ def evaluate(
     jct[BOUND] = np.array(bounds(agent_cfgs), dtype=float)
     best = min(heuristics, key=lambda p: jct[p].mean())
     kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
-             **({r: "rival" for r in RIVALS} if rivals else {}), BOUND: "bound"}
+             **({r: "rival" for r in RIVALS} if rivals else {}), **({la_label: "oracle planner"} if la_label else {}),
+             BOUND: "bound"}
     agent_info = information(learned.HRLScheduler)  # (its ablations read what it reads)
     info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info})
     if rivals:
@@ -169,6 +182,8 @@ def evaluate(
 
         info.update({r: information(make_scheduler(r, checkpoint=str(cks[r]) if r in cks else None))
                      for r in RIVALS})
+    if la_label:
+        info[la_label] = "future"
     info.update({lb: "exact predicted work" for lb, v in info.items() if v == "predicted work" and exact})
     rows = [_row(label, kinds[label], jct[label], jct[AGENT], info.get(label, ""), label == best,
                  unfinished.get(label, 0))
@@ -195,7 +210,7 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, bes
     dm, dh = interval(list(d)) if kind != "agent" else (float("nan"), float("nan"))
     return {
         # an oracle: given the truth, or reading a predictor that has no error
-        "row": label, "kind": kind, "oracle": info in ("truth", "exact predicted work"), "information": info,
+        "row": label, "kind": kind, "oracle": info in ("truth", "exact predicted work", "future"), "information": info,
         "best_heuristic": best, "unfinished_jobs": unfinished,
         "avg_jct_s": mean, "avg_jct_s_ci95": half, "agent_minus_row_s": dm, "agent_minus_row_s_ci95": dh,
         "agent_wins": int((agent < v).sum()), "per_seed_avg_jct_s": [float(x) for x in v],
@@ -267,8 +282,9 @@ def _pm(v: float, h: float, signed: bool = False) -> str:
 
 def _cells(ev: dict[str, Any], r: dict[str, Any]) -> list[str]:
     n = len(ev["seeds"])
-    oracle = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)"}.get(r.get("information", ""),
-                                                                                          "oracle")
+    oracle = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)",
+              "future": "oracle (future arrivals: plans on a copy of the simulation)"}.get(r.get("information", ""),
+                                                                                           "oracle")
     notes = [n for n, on in (("best heuristic", r["best_heuristic"]), (oracle, r["oracle"]),
                              (f"{r['unfinished_jobs']} jobs unfinished", r["unfinished_jobs"] > 0)) if on]
     own = r["kind"] == "agent"
