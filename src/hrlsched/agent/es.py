@@ -1,0 +1,267 @@
+"""Evolution strategies on the agent's learned residual: ``hrlsched train-es``.
+
+The ``hrl`` agent scores each job's menu slots with its rules (the hint's
+bonus and the speed gap, ``agent.rules``) plus a learned term, the last
+layer of its candidate scorer (``cand.2``) on the scorer's hidden features.
+With that layer at zero the agent is its rules, to the bit. This trainer
+learns that layer alone (64 weights) where the lookahead found room
+(``docs/headroom.md``), by the gradient estimate of evolution strategies
+(Salimans et al., 2017): antithetic pairs of perturbations, each pair
+scored on the same fresh training workloads (common random numbers), the
+score of an episode its gain in average JCT over the rules' on the same
+workload, and Adam on the estimate. The rest of the network (the job,
+cluster and candidate encodings) is the starting checkpoint's, frozen.
+
+Why not PPO: the agent's per-choice credit is the job-seconds of a whole
+episode, which PPO's per-step advantages estimated badly here
+(``docs/agent-history.md``); ES scores whole episodes against the rules
+directly, and its only cost is episodes, which run on the process pool.
+
+Seeds: training workloads from 1000 on (fresh each iteration); the curve
+is measured on held-back seeds 100-119; evaluation seeds 0-99 are never
+seen. Every iteration saves ``state.pt`` (whole, by rename) so that
+``--resume`` continues; ``best.pt`` is an ``hrl`` checkpoint of the best
+held-back gain so far, and ``curve.csv`` has one row per iteration.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+TRAIN_SEED0 = 1000
+HELD_BACK = tuple(range(100, 120))
+LAYER = "cand.2.weight"
+
+
+@dataclass(frozen=True)
+class ESConfig:
+    """The settings of a run (saved as ``config.yaml``)."""
+
+    scenario: str = "hetero"
+    overrides: tuple[str, ...] = ()
+    init: str | None = None  # the checkpoint whose encoders are kept (None: the shipped one)
+    iterations: int = 12
+    pairs: int = 6  # antithetic pairs per iteration
+    seeds_per_pair: int = 2  # training workloads each pair is scored on (the same for all pairs of an iteration)
+    sigma: float = 0.05  # perturbation scale of the layer's weights
+    lr: float = 0.02  # Adam's step
+    eval_every: int = 3  # iterations between held-back evaluations (and the last)
+    held_back: tuple[int, ...] = HELD_BACK
+    seed: int = 0  # the perturbations' stream
+    workers: int = 2
+
+    def __post_init__(self) -> None:
+        for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"es {name}: expected a positive integer, got {getattr(self, name)}")
+        if not self.sigma > 0 or not self.lr > 0:
+            raise ValueError(f"es sigma, lr: expected > 0, got {self.sigma}, {self.lr}")
+        if any(0 <= s < 100 for s in self.held_back):
+            raise ValueError("es held_back: evaluation seeds 0-99 are never used in training")
+        if not self.held_back:
+            raise ValueError("es held_back: expected at least one seed")
+
+
+# ------------------------------------------------------------------ workers
+_WORKER: dict[str, Any] = {}
+
+
+def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: int,
+             theta: np.ndarray | None) -> float:
+    """Average JCT (s) of the agent with ``theta`` as its residual layer
+    (None: zero, the rules) on one workload; the agent and the workloads
+    are kept per process."""
+    import torch
+
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    sched = _WORKER.get(("agent", init))
+    if sched is None:
+        sched = _WORKER[("agent", init)] = HRLScheduler(init)
+    w = np.zeros(sched.net.cand[2].weight.shape[1], dtype=np.float32) if theta is None else theta
+    with torch.no_grad():
+        sched.net.cand[2].weight.copy_(torch.as_tensor(w, dtype=torch.float32).view(1, -1))
+        sched.net.cand[2].bias.zero_()
+    sched._scorer = None  # its numpy copy of the weights is made anew
+    key = ("built", scenario, overrides, seed)
+    built = _WORKER.get(key)
+    if built is None:
+        cfg = resolve_run_config(scenario, "hrl", seed, list(overrides))
+        built = _WORKER[key] = build_scenario(cfg.scenario, seed)
+    res = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed,
+                    predictor=built.predictor).run()
+    done = ~np.isnan(res.finish_s)
+    arrival = np.array([j.arrival_s for j in res.jobs])
+    if not done.all():  # an unfinished job counts until the end of the run (a penalty, never a gain)
+        res.finish_s[~done] = res.end_time_s
+    return float(np.mean(res.finish_s - arrival))
+
+
+# ------------------------------------------------------------------ the loop
+@dataclass
+class ESState:
+    theta: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    iteration: int = 0
+    elapsed_s: float = 0.0
+    best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0: the rules themselves)
+    rules_held: dict[int, float] = field(default_factory=dict)  # the rules' JCT per held-back seed
+    curve: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _gain(rules: np.ndarray, jct: np.ndarray) -> np.ndarray:
+    return 100.0 * (rules - jct) / rules
+
+
+def train(cfg: ESConfig, out: str | Path, resume: bool = False,
+          log: Callable[[dict[str, Any]], None] | None = None) -> ESState:
+    """Run (or continue, ``resume``) the training into ``out``."""
+    import yaml
+
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED
+    from hrlsched.config import resolve_run_config
+    from hrlsched.io import write_text
+
+    out = Path(out)
+    init = str(cfg.init) if cfg.init else str(shipped_checkpoint(SHIPPED))
+    base_ck = ckpt.load(init)
+    if LAYER not in base_ck["state_dict"] or base_ck["part"] != "allocate":
+        raise ValueError(f"--init {init}: expected a level-1 hrl checkpoint with a candidate scorer ({LAYER})")
+    resolve_run_config(cfg.scenario, "hrl", 0, list(cfg.overrides))  # a bad scenario fails first
+    dim = int(base_ck["state_dict"][LAYER].shape[1])
+    cfg_text = yaml.safe_dump({**asdict(cfg), "init": init, "overrides": list(cfg.overrides),
+                               "held_back": list(cfg.held_back)}, sort_keys=False)
+    # what a resumed run must share with the saved one (more iterations, other workers: the same run)
+    same = yaml.safe_dump({k: v for k, v in yaml.safe_load(cfg_text).items() if k not in ("iterations", "workers")},
+                          sort_keys=False)
+    state_path = out / "state.pt"
+    if resume:
+        state = _load_state(state_path, same)
+        write_text(out / "config.yaml", cfg_text)
+    else:
+        if state_path.exists():
+            raise ValueError(f"--out {out}: a training is there already; --resume continues it")
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(out / "config.yaml", cfg_text)
+        state = ESState(np.zeros(dim), np.zeros(dim), np.zeros(dim))
+    rng = np.random.default_rng([cfg.seed, 0xE5])
+    for _ in range(state.iteration):  # the perturbations already drawn, drawn again (the stream resumes)
+        rng.standard_normal((cfg.pairs, dim))
+    args = (init, cfg.scenario, tuple(cfg.overrides))
+    with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
+        def run(jobs: list[tuple[int, np.ndarray | None]]) -> np.ndarray:
+            return np.array(list(pool.map(_episode, *zip(*[(*args, s, t) for s, t in jobs]))), dtype=float)
+
+        if not state.rules_held:
+            state.rules_held = dict(zip(cfg.held_back, run([(s, None) for s in cfg.held_back]).tolist()))
+        while state.iteration < cfg.iterations:
+            t0 = time.perf_counter()
+            it = state.iteration
+            eps = rng.standard_normal((cfg.pairs, dim))
+            seeds = [TRAIN_SEED0 + it * cfg.seeds_per_pair + j for j in range(cfg.seeds_per_pair)]
+            jobs: list[tuple[int, np.ndarray | None]] = [(s, None) for s in seeds]
+            for e in eps:
+                for sign in (1.0, -1.0):
+                    jobs += [(s, (state.theta + sign * cfg.sigma * e).astype(np.float32)) for s in seeds]
+            jct = run(jobs)
+            rules, rest = jct[: len(seeds)], jct[len(seeds):].reshape(cfg.pairs, 2, len(seeds))
+            fit = _gain(rules, rest).mean(axis=2)  # (pairs, +/-): gain over the rules in %
+            g = ((fit[:, 0] - fit[:, 1])[:, None] * eps).sum(axis=0) / (2 * cfg.pairs * cfg.sigma)
+            # Adam, ascending the gain
+            b1, b2 = 0.9, 0.999
+            state.m = b1 * state.m + (1 - b1) * g
+            state.v = b2 * state.v + (1 - b2) * g * g
+            k = it + 1
+            step = cfg.lr * (state.m / (1 - b1**k)) / (np.sqrt(state.v / (1 - b2**k)) + 1e-8)
+            state.theta = state.theta + step
+            state.iteration = k
+            row: dict[str, Any] = {"iteration": k, "train_gain_pct": float(fit.mean()),
+                                   "pair_spread_pct": float(np.abs(fit[:, 0] - fit[:, 1]).mean()),
+                                   "theta_norm": float(np.linalg.norm(state.theta)), "held_back_gain_pct": None,
+                                   "held_back_gain_ci95": None}
+            if k % cfg.eval_every == 0 or k == cfg.iterations:
+                from hrlsched.experiments.compare import interval
+
+                held = run([(s, state.theta.astype(np.float32)) for s in cfg.held_back])
+                rh = np.array([state.rules_held[s] for s in cfg.held_back])
+                mean, half = interval(list(_gain(rh, held)))
+                row["held_back_gain_pct"], row["held_back_gain_ci95"] = mean, half
+                if mean > state.best_gain:
+                    state.best_gain = mean
+                    _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean)
+            state.elapsed_s += time.perf_counter() - t0
+            row["wall_s"] = state.elapsed_s
+            row["episodes"] = k * (len(seeds) * (1 + 2 * cfg.pairs))
+            state.curve.append(row)
+            _save_state(state_path, state, same)
+            _write_curve(out / "curve.csv", state.curve)
+            if log:
+                log(row)
+    return state
+
+
+def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESConfig, iteration: int,
+                gain: float) -> None:
+    import torch
+
+    from hrlsched.agent.common import checkpoint as common
+
+    ck = {k: v for k, v in base_ck.items() if k in ("net", "state_dict", "part", "schema", "env_kwargs")}
+    sd = dict(ck["state_dict"])
+    sd[LAYER] = torch.as_tensor(theta, dtype=sd[LAYER].dtype).view(1, -1)
+    sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])
+    ck["state_dict"] = sd
+    ck["config"] = {"method": "es", **asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back)}
+    ck["iteration"] = iteration
+    ck["best_jct_s"] = None
+    ck["es_held_back_gain_pct"] = gain
+    common.save(path, ck)
+
+
+def _save_state(path: Path, state: ESState, cfg_text: str) -> None:
+    from hrlsched.agent.common import checkpoint as common
+
+    common.save(path, {"kind": "es-state", "config_text": cfg_text, **asdict(state)})
+
+
+def _load_state(path: Path, cfg_text: str) -> ESState:
+    from hrlsched.agent.common import checkpoint as common
+
+    if not path.is_file():
+        raise ValueError(f"--resume: no {path} to resume from")
+    d = common.read(path)
+    if d.get("config_text") != cfg_text:
+        raise ValueError(f"--resume: {path} was made with other settings (config.yaml beside it; only "
+                         "--iterations and --workers may change); give the same ones, or another --out")
+    for k in ("kind", "config_text", "format"):
+        d.pop(k, None)
+    d["rules_held"] = {int(k): float(v) for k, v in d["rules_held"].items()}
+    return ESState(**d)
+
+
+def _write_curve(path: Path, curve: list[dict[str, Any]]) -> None:
+    from hrlsched.io import write_text
+
+    cols = ["iteration", "episodes", "wall_s", "train_gain_pct", "pair_spread_pct", "theta_norm",
+            "held_back_gain_pct", "held_back_gain_ci95"]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(cols)
+    for r in curve:
+        w.writerow(["" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c]) for c in cols])
+    write_text(path, buf.getvalue())

@@ -1,0 +1,56 @@
+"""``hrlsched train-es``: evolution strategies on the agent's learned residual (agent/es.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("train-es")
+    def train_es(
+        scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML to train on")] = "hetero",
+        set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a scenario value: key=value (repeatable)")] = None,  # noqa: UP045
+        init: Annotated[Optional[Path], typer.Option(help="the checkpoint whose encoders are kept (default: the shipped one)")] = None,  # noqa: UP045
+        iterations: Annotated[int, typer.Option(min=1)] = 12,
+        pairs: Annotated[int, typer.Option(min=1, help="antithetic pairs of perturbations per iteration")] = 6,
+        seeds_per_pair: Annotated[int, typer.Option(min=1, help="training workloads each pair is scored on")] = 2,
+        sigma: Annotated[float, typer.Option(help="perturbation scale")] = 0.05,
+        lr: Annotated[float, typer.Option(help="Adam's step")] = 0.02,
+        eval_every: Annotated[int, typer.Option(min=1, help="iterations between held-back evaluations")] = 3,
+        held_back: Annotated[str, typer.Option(help="held-back seeds of the curve (never 0-99)")] = "100-119",
+        seed: Annotated[int, typer.Option(help="the perturbations' random stream")] = 0,
+        workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
+        out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
+        resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
+    ) -> None:
+        """Learn the agent's residual layer (its rules kept) with evolution strategies,
+        scoring whole episodes against the rules on fresh training workloads; print a
+        line per iteration with the held-back gain over the rules (seeds 100-119)."""
+        from hrlsched.agent.es import ESConfig, train
+        from hrlsched.seeds import parse_seeds
+
+        err = Console(stderr=True)
+        try:
+            cfg = ESConfig(scenario=scenario, overrides=tuple(set_ or []), init=None if init is None else str(init),
+                           iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
+                           eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers)
+
+            def log(r: dict) -> None:
+                held = "" if r["held_back_gain_pct"] is None else \
+                    f", held-back gain {r['held_back_gain_pct']:+.2f}% ± {r['held_back_gain_ci95']:.2f}"
+                print(f"iteration {r['iteration']}: {r['wall_s']:.0f} s, {r['episodes']} episodes, train gain "
+                      f"{r['train_gain_pct']:+.2f}%{held}", flush=True)
+
+            state = train(cfg, out, resume, log)
+        except ValueError as e:
+            err.print(f"[red]error:[/red] {e}")
+            raise typer.Exit(2) from None
+        except KeyboardInterrupt:
+            print(f"interrupted: the last finished iteration is kept in {out}/state.pt (--resume continues)")
+            raise typer.Exit(130) from None
+        print(f"best held-back gain {state.best_gain:+.2f}% ({out}/best.pt{'' if state.best_gain > 0 else ': none above the rules, not written'}); "
+              f"curve in {out}/curve.csv")
