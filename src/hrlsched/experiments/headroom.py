@@ -209,6 +209,7 @@ def _case_row(c: Case, seeds: list[int], heur: list[str], las: dict[str, str],
             "gain_vs_best_pct": b, "gain_vs_best_pct_ci95": bh, "wall_s": float(np.mean([r["wall_s"] for r in recs])),
             "points": int(sum(x.get("points", 0) for x in la)), "evaluated": int(sum(x.get("evaluated", 0) for x in la)),
             "rollouts": int(sum(x.get("rollouts", 0) for x in la)), "changed": int(sum(x.get("changed", 0) for x in la)),
+            "decide_ms": 1000.0 * sum(x.get("seconds", 0.0) for x in la) / max(1, sum(x.get("points", 0) for x in la)),
             "changed_by_kind": kinds,
         }
     return row
@@ -238,12 +239,13 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
             + " | ".join(_pm(lv[n]["gain_vs_rules_pct"], lv[n]["gain_vs_rules_pct_ci95"]) for n in names) + " | "
             + " | ".join(_pm(lv[n]["gain_vs_best_pct"], lv[n]["gain_vs_best_pct_ci95"]) for n in names) + " | "
             + f"{r['rules_wall_s']:.1f}, " + ", ".join(f"{lv[n]['wall_s']:.0f}" for n in names) + " |")
-    md += ["", "What the lookahead changed (all seeds): points evaluated, rollouts, and the alternatives it took "
-           "over the rules' decision, by kind.", "",
-           "| case | level | policy | points evaluated / all | rollouts | alternatives taken |", "|---|---|---|---|---|---|"]
+    md += ["", "What the lookahead changed (all seeds): points evaluated, rollouts, its mean time per decision "
+           "point (its latency, on this machine), and the alternatives it took over the rules' decision, by kind.", "",
+           "| case | level | policy | points evaluated / all | rollouts | ms / decision | alternatives taken |",
+           "|---|---|---|---|---|---|---|"]
     for r in rows:
         for name, x in r["levels"].items():
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(x["changed_by_kind"].items(), key=lambda kv: -kv[1]))
             md.append(f"| `{r['case']}` | {name} | `{x['policy']}` | {x['evaluated']} / {x['points']} | {x['rollouts']} | "
-                      f"{x['changed']}: {kinds or '-'} |")
+                      f"{x['decide_ms']:.0f} | {x['changed']}: {kinds or '-'} |")
     return "\n".join(md) + "\n"
