@@ -27,8 +27,9 @@ def test_a_zero_residual_is_the_rules() -> None:
     b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
     res = Simulator(b.topology, b.jobs, b.perf, RulesScheduler(), b.engine, seed=101, predictor=b.predictor).run()
     rules = float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
-    assert _episode(None, "default", SETS, 101, None) == rules
-    assert _episode(None, "default", SETS, 101, np.zeros(64, dtype=np.float32)) == rules
+    jct, steps = _episode(None, "default", SETS, 101, None)
+    assert jct == rules and steps > 0
+    assert _episode(None, "default", SETS, 101, np.zeros(64, dtype=np.float32)) == (jct, steps)
 
 
 def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path) -> None:
@@ -37,7 +38,7 @@ def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path) -> 
     resumed = train(cfg(), tmp_path / "b", resume=True)
     np.testing.assert_array_equal(resumed.theta, whole.theta)
     assert [r["train_gain_pct"] for r in resumed.curve] == [r["train_gain_pct"] for r in whole.curve]
-    assert (tmp_path / "b" / "curve.csv").read_text().count("\n") == 3
+    assert (tmp_path / "b" / "curve.csv").read_text().count("\n") == 3 and (tmp_path / "b" / "curve.png").is_file()
     with pytest.raises(ValueError, match="other settings"):
         train(cfg(sigma=0.2), tmp_path / "b", resume=True)
     with pytest.raises(ValueError, match="already"):

@@ -76,10 +76,10 @@ _WORKER: dict[str, Any] = {}
 
 
 def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: int,
-             theta: np.ndarray | None) -> float:
+             theta: np.ndarray | None) -> tuple[float, int]:
     """Average JCT (s) of the agent with ``theta`` as its residual layer
-    (None: zero, the rules) on one workload; the agent and the workloads
-    are kept per process."""
+    (None: zero, the rules) on one workload, and the choices it made (its
+    environment steps); the agent and the workloads are kept per process."""
     import torch
 
     from hrlsched.agent.policy import HRLScheduler
@@ -106,7 +106,7 @@ def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: 
     arrival = np.array([j.arrival_s for j in res.jobs])
     if not done.all():  # an unfinished job counts until the end of the run (a penalty, never a gain)
         res.finish_s[~done] = res.end_time_s
-    return float(np.mean(res.finish_s - arrival))
+    return float(np.mean(res.finish_s - arrival)), int(sched.steps)
 
 
 # ------------------------------------------------------------------ the loop
@@ -164,13 +164,18 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
         rng.standard_normal((cfg.pairs, dim))
     args = (init, cfg.scenario, tuple(cfg.overrides))
     with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
+        steps = [0]
+
         def run(jobs: list[tuple[int, np.ndarray | None]]) -> np.ndarray:
-            return np.array(list(pool.map(_episode, *zip(*[(*args, s, t) for s, t in jobs]))), dtype=float)
+            got = list(pool.map(_episode, *zip(*[(*args, s, t) for s, t in jobs])))
+            steps[0] += sum(n for _, n in got)
+            return np.array([j for j, _ in got], dtype=float)
 
         if not state.rules_held:
             state.rules_held = dict(zip(cfg.held_back, run([(s, None) for s in cfg.held_back]).tolist()))
         while state.iteration < cfg.iterations:
             t0 = time.perf_counter()
+            steps[0] = 0
             it = state.iteration
             eps = rng.standard_normal((cfg.pairs, dim))
             seeds = [TRAIN_SEED0 + it * cfg.seeds_per_pair + j for j in range(cfg.seeds_per_pair)]
@@ -204,14 +209,20 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                 if mean > state.best_gain:
                     state.best_gain = mean
                     _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean)
-            state.elapsed_s += time.perf_counter() - t0
+            dt = time.perf_counter() - t0
+            state.elapsed_s += dt
             row["wall_s"] = state.elapsed_s
+            row["steps_per_s"] = steps[0] / dt
             row["episodes"] = k * (len(seeds) * (1 + 2 * cfg.pairs))
             state.curve.append(row)
             _save_state(state_path, state, same)
             _write_curve(out / "curve.csv", state.curve)
             if log:
                 log(row)
+    if state.curve:  # (again: a finished run given --resume renders its curve)
+        _write_curve(out / "curve.csv", state.curve)
+        plot_curve(state.curve, out / "curve.png", f"{cfg.scenario}: ES on the residual, held-back seeds "
+                   f"{cfg.held_back[0]}-{cfg.held_back[-1]}")
     return state
 
 
@@ -257,7 +268,7 @@ def _load_state(path: Path, cfg_text: str) -> ESState:
 def _write_curve(path: Path, curve: list[dict[str, Any]]) -> None:
     from hrlsched.io import write_text
 
-    cols = ["iteration", "episodes", "wall_s", "train_gain_pct", "pair_spread_pct", "theta_norm",
+    cols = ["iteration", "episodes", "wall_s", "steps_per_s", "train_gain_pct", "pair_spread_pct", "theta_norm",
             "held_back_gain_pct", "held_back_gain_ci95"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
@@ -265,3 +276,33 @@ def _write_curve(path: Path, curve: list[dict[str, Any]]) -> None:
     for r in curve:
         w.writerow(["" if r.get(c) is None else (f"{r[c]:.6g}" if isinstance(r[c], float) else r[c]) for c in cols])
     write_text(path, buf.getvalue())
+
+
+def plot_curve(curve: list[dict[str, Any]], path: Path, title: str) -> None:
+    """The gain over the rules against wall time: held-back (with its 95%
+    interval) and on each iteration's training workloads."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from hrlsched.io import atomic_write
+
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    t = [r["wall_s"] / 60 for r in curve]
+    ax.plot(t, [r["train_gain_pct"] for r in curve], "o-", color="C1", alpha=0.6,
+            label="training workloads (perturbed agents, mean)")
+    held = [(r["wall_s"] / 60, r["held_back_gain_pct"], r["held_back_gain_ci95"] or 0.0) for r in curve
+            if r["held_back_gain_pct"] is not None]
+    if held:
+        x, y, e = zip(*held)
+        ax.errorbar([0.0, *x], [0.0, *y], yerr=[0.0, *e], fmt="s-", color="C0", capsize=3,
+                    label="held-back seeds (the agent), 95% interval")
+    ax.axhline(0.0, color="0.5", lw=0.8)
+    ax.set_xlabel("wall time (min)")
+    ax.set_ylabel("gain in average JCT over the rules (%)")
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}))
+    plt.close(fig)

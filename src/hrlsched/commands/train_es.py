@@ -42,7 +42,8 @@ def register(app: typer.Typer) -> None:
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
                     f", held-back gain {r['held_back_gain_pct']:+.2f}% ± {r['held_back_gain_ci95']:.2f}"
-                print(f"iteration {r['iteration']}: {r['wall_s']:.0f} s, {r['episodes']} episodes, train gain "
+                print(f"iteration {r['iteration']}: {r['wall_s']:.0f} s, {r['episodes']} episodes, "
+                      f"{r['steps_per_s']:.0f} agent choices (environment steps) per s, train gain "
                       f"{r['train_gain_pct']:+.2f}%{held}", flush=True)
 
             state = train(cfg, out, resume, log)
