@@ -29,7 +29,7 @@ def test_a_zero_residual_is_the_rules() -> None:
     rules = float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
     jct, steps = _episode(None, "default", SETS, 101, None)
     assert jct == rules and steps > 0
-    assert _episode(None, "default", SETS, 101, np.zeros(64, dtype=np.float32)) == (jct, steps)
+    assert _episode(None, "default", SETS, 101, np.zeros(7)) == (jct, steps)
 
 
 def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path) -> None:
@@ -50,3 +50,43 @@ def test_bad_settings_are_refused() -> None:
         cfg(held_back=(5,))
     with pytest.raises(ValueError, match="pairs"):
         cfg(pairs=0)
+
+
+def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() -> None:
+    from hrlsched.agent.residual import RESIDUAL_FEATURES, residual_features
+    from hrlsched.envs import features as F
+
+    n = 4
+    base = np.zeros((n, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
+    dyn = np.zeros((n, len(F.DYN_FEATURES)), dtype=np.float32)
+    ix = np.array([0, 1, 5, 9])  # wait, keep, two real slots
+    base[:, F.CANDIDATE["workers"]] = [0, 0, 0.25, 0.5]
+    dyn[:, F.DYN_FEATURES.index("speed_vs_requested")] = [0, 0.9, 1.0, 1.6]
+    dyn[2, F.DYN_FEATURES.index("is_hint")] = 1
+    cluster = np.zeros(len(F.CLUSTER_FEATURES), dtype=np.float32)
+    cluster[F.CLUSTER["queued_jobs"]] = 0.5
+    f = residual_features(cluster, base, dyn, ix)
+    assert f.shape == (n, len(RESIDUAL_FEATURES)) and not f[:3].any()
+    assert f[3, 0] == 0.25 and f[3, 1] == 0.125 and abs(f[3, 3] - 0.6) < 1e-6
+    dyn[:, F.DYN_FEATURES.index("is_hint")] = [0, 1, 0, 0]  # the hint keeps: no residual
+    assert not residual_features(cluster, base, dyn, ix).any()
+
+
+def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it(tmp_path: Path) -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.policy import SHIPPED, HRLScheduler
+    from hrlsched.agent.residual import with_residual
+    from hrlsched.errors import CheckpointError
+    from hrlsched.experiments.ablation import rules_only
+
+    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    w = np.arange(7, dtype=float) / 10
+    common.save(tmp_path / "r.pt", with_residual(ck, w))
+    np.testing.assert_array_equal(HRLScheduler(tmp_path / "r.pt").residual, w)
+    assert "residual" not in rules_only(with_residual(ck, w))
+    bad = with_residual(ck, w)
+    bad["residual"] = {"features": ["d_workers"], "weights": [1.0]}
+    common.save(tmp_path / "bad.pt", bad)
+    with pytest.raises(CheckpointError, match="features"):
+        HRLScheduler(tmp_path / "bad.pt")

@@ -25,12 +25,14 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
+from hrlsched.agent.residual import residual_features, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
 from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
+from hrlsched.errors import CheckpointError
 from hrlsched.policies.hint import HintConfig
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
@@ -59,6 +61,10 @@ class HRLScheduler(Scheduler):
         self.env_kwargs: dict[str, Any] = self.ck["env_kwargs"]
         # the hint and how a point uses it (level 1; None for a placement-only checkpoint)
         self.hint: HintConfig | None = ckpt.hint_of(self.ck) if self.part != "place" else None
+        # the learned residual over the rules (``agent.residual``; None: none)
+        self.residual = residual_weights(self.ck, str(path))
+        if self.residual is not None and not (self.part == "allocate" and self.net.static):
+            raise CheckpointError(f"{path}: a residual needs a level-1 network that encodes a point once")
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
@@ -123,8 +129,11 @@ class HRLScheduler(Scheduler):
                 scorer.point(enc["hj"][0].numpy(), enc["pooled"][0].numpy())
                 encoded = True
             k, cluster, context, base, dyn, ix = dp.allocation_rows()
+            score = scorer.score(k, cluster, context, base, dyn, ix)
+            if self.residual is not None:
+                score = score + residual_features(cluster, base, dyn, ix).dot(self.residual)
             # the first most probable valid action (as an argmax over the masked logits)
-            more = dp.act(int(ix[scorer.score(k, cluster, context, base, dyn, ix).argmax()]))
+            more = dp.act(int(ix[score.argmax()]))
             self.steps += 1
         return dp.decision()
 

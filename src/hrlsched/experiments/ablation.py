@@ -8,7 +8,8 @@ allocation slot as (``agent.nets.HRLNet.heads``)
                               +  bonus x (the slot is the hint's)
 
 - **rules-only**: the learned scorer silenced (its last layer,
-  ``cand.2.weight`` and ``cand.2.bias``, zeroed), the hand-set ``gap`` and
+  ``cand.2.weight`` and ``cand.2.bias``, zeroed, and its residual over
+  the rules, ``agent.residual``, removed), the hand-set ``gap`` and
   ``bonus`` kept: the hint's slot, or at its worker count another
   architecture, mode or PS count predicted to progress faster;
 - **hint alone**: ``gap`` zeroed too: the hint's slot at every choice, i.e.
@@ -52,6 +53,7 @@ def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]
                             "to keep once its scorer is silenced")
     out = copy.copy(ck)
     out["state_dict"] = {**sd, **{k: torch.zeros_like(sd[k]) for k in SCORER}}
+    out.pop("residual", None)  # the learned residual over the rules (agent.residual) goes too
     out["ablation"] = RULES_ONLY
     return out
 
