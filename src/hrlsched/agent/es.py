@@ -10,7 +10,8 @@ lookahead found room (``docs/headroom.md``) by the gradient estimate of
 evolution strategies (Salimans et al., 2017): antithetic pairs of
 perturbations, each pair scored on the same fresh training workloads
 (common random numbers), the score of an episode its gain in average JCT
-over the rules' on the same workload, and Adam on the estimate.
+over the rules' on the same workload, shaped into centered ranks, and Adam
+on the estimate.
 
 Why not PPO: the agent's per-choice credit is the job-seconds of a whole
 episode, which PPO's per-step advantages estimated badly here
@@ -58,8 +59,8 @@ class ESConfig:
     iterations: int = 12
     pairs: int = 6  # antithetic pairs per iteration
     seeds_per_pair: int = 2  # training workloads each pair is scored on (the same for all pairs of an iteration)
-    sigma: float = 0.3  # perturbation scale of the residual's weights (the rules' bonus on the hint's slot is 1)
-    lr: float = 0.1  # Adam's step
+    sigma: float = 0.05  # perturbation scale of the residual's weights (the rules' bonus on the hint's slot is 1)
+    lr: float = 0.02  # Adam's step
     eval_every: int = 3  # iterations between held-back evaluations (and the last)
     held_back: tuple[int, ...] = HELD_BACK
     seed: int = 0  # the perturbations' stream
@@ -128,6 +129,13 @@ class ESState:
     curve: list[dict[str, Any]] = field(default_factory=list)
 
 
+def _ranks(x: np.ndarray) -> np.ndarray:
+    """``x``'s ranks scaled to [-0.5, 0.5] (ties by order), in its shape."""
+    r = np.empty(x.size)
+    r[np.argsort(x, axis=None, kind="stable")] = np.arange(x.size)
+    return (r / max(x.size - 1, 1) - 0.5).reshape(x.shape)
+
+
 def _gain(rules: np.ndarray, jct: np.ndarray) -> np.ndarray:
     return 100.0 * (rules - jct) / rules
 
@@ -192,7 +200,9 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             jct = run(jobs)
             rules, rest = jct[: len(seeds)], jct[len(seeds):].reshape(cfg.pairs, 2, len(seeds))
             fit = _gain(rules, rest).mean(axis=2)  # (pairs, +/-): gain over the rules in %
-            g = ((fit[:, 0] - fit[:, 1])[:, None] * eps).sum(axis=0) / (2 * cfg.pairs * cfg.sigma)
+            # centered ranks (Salimans et al.): a perturbation that makes waiting or hogging win costs
+            # hundreds of percent, and would drown every other pair's signal in raw gains
+            g = ((_ranks(fit)[:, 0] - _ranks(fit)[:, 1])[:, None] * eps).sum(axis=0) / (2 * cfg.pairs * cfg.sigma)
             # Adam, ascending the gain
             b1, b2 = 0.9, 0.999
             state.m = b1 * state.m + (1 - b1) * g
