@@ -206,3 +206,20 @@ def test_pollux_sim_times_ours() -> None:
     r = invoke("reproduce", "pollux-sim", "--repeats", "1", "--pollux-dir", "/nonexistent")
     assert r.exit_code == 0, r.output
     assert "hrlsched tiresias on Pollux workload-6" in r.output and "could not time it" in r.output
+
+
+def test_targets_read_the_rules_only_row_and_the_lookahead() -> None:
+    from hrlsched.experiments.evaluate import targets
+
+    def row(name: str, kind: str, jct: float, d: float = float("nan"), h: float = float("nan")) -> dict:
+        return {"row": name, "kind": kind, "avg_jct_s": jct, "agent_minus_row_s": d, "agent_minus_row_s_ci95": h}
+
+    ev = {"rows": [row("hrl", "agent", 95.0), row("rules-only", "ablation", 100.0, -5.0, 1.0),
+                   row("lookahead", "oracle planner", 90.0)]}
+    never, pays = targets(ev)
+    assert never.endswith("holds") and "takes 50%" in pays and pays.endswith("holds")
+    ev["rows"][1] = row("rules-only", "ablation", 94.0, 1.0, 0.5)
+    never, pays = targets(ev)
+    assert "MISSED" in never and "MISSED" in pays
+    ev["rows"][2] = row("lookahead", "oracle planner", 99.0)
+    assert "not required" in targets(ev)[1]

@@ -303,6 +303,36 @@ def _title(ev: dict[str, Any]) -> str:
             "agent − row paired by seed (negative: the agent is faster), with the seeds where it is.")
 
 
+def targets(ev: dict[str, Any]) -> list[str]:
+    """The learning targets (issue 34) as this evaluation measures them:
+    *learning never hurts* (the agent no worse than its rules-only ablation
+    beyond the 95% interval) and, with a lookahead row, *learning pays where
+    there is room* (where the lookahead is at least 2% ahead of the rules,
+    the agent takes at least half of that room)."""
+    rows = {r["row"]: r for r in ev["rows"]}
+    agent, rules = rows.get(AGENT), rows.get(RULES_ONLY)
+    out = []
+    if agent is None or rules is None:
+        return out
+    d, h = rules["agent_minus_row_s"], rules["agent_minus_row_s_ci95"]
+    hurts = d - (0.0 if h != h else h) > 0
+    out.append(f"target 'learning never hurts': agent − rules-only {_pm(d, h, signed=True)} h: "
+               + ("MISSED (worse beyond the 95% interval)" if hurts else "holds"))
+    la = next((r for r in ev["rows"] if r["kind"] == "oracle planner"), None)
+    if la is not None:
+        room = rules["avg_jct_s"] - la["avg_jct_s"]
+        share = room / rules["avg_jct_s"]
+        taken = (rules["avg_jct_s"] - agent["avg_jct_s"]) / room if room > 0 else float("nan")
+        if share < 0.02:
+            verdict = "not required (room under 2%)"
+        else:
+            verdict = "holds" if taken >= 0.5 else f"MISSED (by {100 * (0.5 - taken):.0f} points of the room)"
+        out.append(f"target 'learning pays where there is room': the lookahead is {100 * share:.1f}% ahead of the "
+                   f"rules; the agent takes {100 * taken:.0f}% of that room (target: half where the room is 2% or "
+                   f"more): {verdict}")
+    return out
+
+
 def format_table(ev: dict[str, Any]) -> str:
     """The table as plain text, then the rivals against their baselines and
     the agent's departures from its rules on the first seed."""
@@ -323,6 +353,7 @@ def format_table(ev: dict[str, Any]) -> str:
                      f"({100 * departed / n:.1f}%) on seed {d['seed']}"
                      + "".join(f"; {k} {c}" for k, c in d["counts"].items() if k != "same as the rules")
                      + " (hrlsched explain for examples)")
+    lines += targets(ev)
     return "\n".join(lines)
 
 
@@ -341,7 +372,7 @@ def markdown(ev: dict[str, Any]) -> str:
     """The table as markdown, the rivals' lines below it."""
     lines = [_title(ev), "", "| " + " | ".join(HEADER) + " |", "|" + "---|" * len(HEADER)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in _cells(ev, r)) + " |" for r in ev["rows"]]
-    rl = _rival_lines(ev)
+    rl = _rival_lines(ev) + targets(ev)
     if ev["hint"]:
         rl.insert(0, f"{RULES_ONLY}: the checkpoint with its learned scorer silenced, its hint rules kept; "
                      f"{HINT_ALONE}: its hint alone, `{ev['hint']}`")
