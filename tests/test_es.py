@@ -56,19 +56,20 @@ def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() 
     from hrlsched.agent.residual import RESIDUAL_FEATURES, residual_features
     from hrlsched.envs import features as F
 
-    n = 4
+    n = 5
     base = np.zeros((n, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
     dyn = np.zeros((n, len(F.DYN_FEATURES)), dtype=np.float32)
-    ix = np.array([0, 1, 5, 9])  # wait, keep, two real slots
-    base[:, F.CANDIDATE["workers"]] = [0, 0, 0.25, 0.5]
-    dyn[:, F.DYN_FEATURES.index("speed_vs_requested")] = [0, 0.9, 1.0, 1.6]
+    ix = np.array([0, 1, 5, 9, 13])  # wait, keep, three real slots: 2, 4 and 1 workers
+    base[:, F.CANDIDATE["workers"]] = np.array([0, 0, 2, 4, 1]) / F.WORKER_SCALE
+    dyn[:, F.DYN_FEATURES.index("speed_vs_requested")] = [0, 0.9, 1.0, 1.6, 0.6]
     dyn[2, F.DYN_FEATURES.index("is_hint")] = 1
     cluster = np.zeros(len(F.CLUSTER_FEATURES), dtype=np.float32)
-    cluster[F.CLUSTER["queued_jobs"]] = 0.5
-    f = residual_features(cluster, base, dyn, ix)
-    assert f.shape == (n, len(RESIDUAL_FEATURES)) and not f[:3].any()
-    assert f[3, 0] == 0.25 and f[3, 1] == 0.125 and abs(f[3, 3] - 0.6) < 1e-6
-    dyn[:, F.DYN_FEATURES.index("is_hint")] = [0, 1, 0, 0]  # the hint keeps: no residual
+    cluster[F.CLUSTER["queued_jobs"]], cluster[F.CLUSTER["free_gpus_before"]] = 0.5, 0.25
+    f = dict(zip(RESIDUAL_FEATURES, residual_features(cluster, base, dyn, ix).T))
+    assert list(f["double"]) == [0, 0, 0, 1, 0] and list(f["half"]) == [0, 0, 0, 0, 1]
+    assert f["double_x_free"][3] == 0.25 and f["half_x_queued"][4] == 0.5
+    assert abs(f["d_speed"][3] - 0.6) < 1e-6 and f["d_speed"][:3].tolist() == [0, 0, 0]
+    dyn[:, F.DYN_FEATURES.index("is_hint")] = [0, 1, 0, 0, 0]  # the hint keeps: no residual
     assert not residual_features(cluster, base, dyn, ix).any()
 
 

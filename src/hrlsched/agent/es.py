@@ -59,8 +59,8 @@ class ESConfig:
     iterations: int = 12
     pairs: int = 6  # antithetic pairs per iteration
     seeds_per_pair: int = 2  # training workloads each pair is scored on (the same for all pairs of an iteration)
-    sigma: float = 0.05  # perturbation scale of the residual's weights (the rules' bonus on the hint's slot is 1)
-    lr: float = 0.02  # Adam's step
+    sigma: float = 0.5  # perturbation scale of the residual's weights (the rules' margin, the hint's bonus, is 1)
+    lr: float = 0.2  # Adam's step
     eval_every: int = 3  # iterations between held-back evaluations (and the last)
     held_back: tuple[int, ...] = HELD_BACK
     seed: int = 0  # the perturbations' stream

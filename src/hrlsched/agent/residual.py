@@ -2,21 +2,23 @@
 menu slot, relative to the hint's slot, weighted and added to the slot's
 score (``agent.rules.add_rules``'s).
 
-Each feature is the slot's value minus the hint slot's, so the hint's slot
-scores 0 and the weights move the choice away from it only where a slot
-differs; *wait* and *keep* score 0 too (a residual that could push every
-job into waiting is the failure a free scorer fell into: small weights
-changed nothing, larger ones held the whole queue). With all weights 0
-the agent is its rules, to the bit. The features (``RESIDUAL_FEATURES``):
+The hint's slot scores 0, and so do *wait* and *keep*: the weights move a
+choice away from the hint only to a slot that differs from it in a named
+way. With all weights 0 the agent is its rules, to the bit. The features
+(``RESIDUAL_FEATURES``):
 
-- ``d_workers``: workers over the hint's (``features.WORKER_SCALE`` units);
-- ``d_workers_x_queued``, ``d_workers_x_free``: the same times the share of
-  jobs queued and of GPUs free at the point (more workers when the cluster
-  is idle, fewer when jobs wait);
-- ``d_speed``: predicted progress over the request, minus the hint slot's;
-- ``d_hours``: the log of the predicted hours to finish, minus the hint's;
-- ``d_servers``: servers spanned, minus the hint's;
-- ``d_restart``: the restart the slot costs, minus the hint's.
+- ``double``, ``double_x_free``, ``double_x_queued``: the slot has twice the
+  hint's workers (its architecture and mode), alone and times the share of
+  GPUs free and of jobs queued at the point;
+- ``half``, ``half_x_free``, ``half_x_queued``: the same for half the hint's
+  workers;
+- ``d_speed``: predicted progress over the request, minus the hint slot's.
+
+Why these: the choice the lookahead took most often over the rules is a job
+at twice (or half) the hint's workers (``docs/headroom.md``), and whether
+that pays depends on the room left. A weight on a monotone feature (the
+workers themselves) instead makes the extreme slot win everywhere once it
+passes the rules' margin (the hint's bonus, 1): every job at 32 workers.
 
 A checkpoint carries them as ``residual = {"features": [...], "weights": [...]}``;
 ``hrlsched train-es`` learns the weights (``agent.es``)."""
@@ -31,12 +33,10 @@ from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
 from hrlsched.errors import CheckpointError
 
-RESIDUAL_FEATURES = ("d_workers", "d_workers_x_queued", "d_workers_x_free", "d_speed", "d_hours", "d_servers",
-                     "d_restart")
-_WORKERS, _RESTART = F.CANDIDATE["workers"], F.CANDIDATE["restart_cost"]
+RESIDUAL_FEATURES = ("double", "double_x_free", "double_x_queued", "half", "half_x_free", "half_x_queued", "d_speed")
+_WORKERS, _ARCH, _MODE = F.CANDIDATE["workers"], F.CANDIDATE["arch_ps"], F.CANDIDATE["mode_async"]
 _QUEUED, _FREE = F.CLUSTER["queued_jobs"], F.CLUSTER["free_gpus_before"]
-_SPEED, _HOURS, _SERVERS, _HINT = (F.DYN_FEATURES.index(c) for c in
-                                   ("speed_vs_requested", "log_hours_to_finish", "servers_spanned", "is_hint"))
+_SPEED, _HINT = F.DYN_FEATURES.index("speed_vs_requested"), F.DYN_FEATURES.index("is_hint")
 
 
 def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix: np.ndarray) -> np.ndarray:
@@ -48,14 +48,13 @@ def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix
     if dyn[h, _HINT] <= 0 or ix[h] <= KEEP:
         return out
     real = ix > KEEP
-    dw = (base[:, _WORKERS] - base[h, _WORKERS]).astype(np.float64)
-    out[:, 0] = dw
-    out[:, 1] = dw * float(cluster[_QUEUED])
-    out[:, 2] = dw * float(cluster[_FREE])
-    out[:, 3] = dyn[:, _SPEED] - dyn[h, _SPEED]
-    out[:, 4] = dyn[:, _HOURS] - dyn[h, _HOURS]
-    out[:, 5] = dyn[:, _SERVERS] - dyn[h, _SERVERS]
-    out[:, 6] = base[:, _RESTART] - base[h, _RESTART]
+    w, hw = base[:, _WORKERS], base[h, _WORKERS]
+    same = real & (base[:, _ARCH] == base[h, _ARCH]) & (base[:, _MODE] == base[h, _MODE])
+    free, queued = float(cluster[_FREE]), float(cluster[_QUEUED])
+    for col, factor in ((0, 2.0), (3, 0.5)):
+        on = (same & np.isclose(w, hw * factor)).astype(np.float64)
+        out[:, col], out[:, col + 1], out[:, col + 2] = on, on * free, on * queued
+    out[:, 6] = dyn[:, _SPEED] - dyn[h, _SPEED]
     out[~real] = 0.0
     return out
 
