@@ -216,7 +216,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                                    "theta_norm": float(np.linalg.norm(state.theta)), "held_back_gain_pct": None,
                                    "held_back_gain_ci95": None}
             if k % cfg.eval_every == 0 or k == cfg.iterations:
-                from hrlsched.experiments.compare import interval
+                from hrlsched.stats import interval
 
                 held = run([(s, state.theta.astype(np.float32)) for s in cfg.held_back])
                 rh = np.array([state.rules_held[s] for s in cfg.held_back])

@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from hrlsched.cluster import Topology
 from hrlsched.config import RunConfig, dump_run_config, load_yaml, resolve_run_config
 from hrlsched.io import write_text
 from hrlsched.outdir import check_writable
 from hrlsched.sim import plots
+from hrlsched.stats import interval
 
 BOUND = "lower bound"  # the last row of a comparison
 
@@ -69,17 +69,6 @@ def finished_run(cfg: RunConfig, out: Path) -> dict[str, Any] | None:
         return json.loads(summ.read_text())
     except ValueError:
         return None
-
-
-def interval(values: list[float]) -> tuple[float, float]:
-    """Mean and half-width of the 95% t-interval (nan with one value)."""
-    v = np.asarray([x for x in values if x is not None], dtype=float)
-    if v.size == 0:
-        return float("nan"), float("nan")
-    if v.size == 1:
-        return float(v[0]), float("nan")
-    half = stats.t.ppf(0.975, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
-    return float(v.mean()), float(half)
 
 
 def run_dir(out: Path, label: str, seed: int) -> Path:

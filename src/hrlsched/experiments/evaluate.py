@@ -203,7 +203,7 @@ def evaluate(
 
 def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, best: bool,
          unfinished: int) -> dict[str, Any]:
-    from hrlsched.experiments.compare import interval
+    from hrlsched.stats import interval
 
     mean, half = interval(list(v))
     d = agent - v
@@ -219,7 +219,7 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, bes
 
 def _paired(rival: str, baseline: str, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
     """A rival against one baseline of its paper, paired by seed."""
-    from hrlsched.experiments.compare import interval
+    from hrlsched.stats import interval
 
     d = a - b
     dm, dh = interval(list(d))

@@ -178,7 +178,7 @@ def headroom(
 
 def _gain(ref: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     """Mean and 95% half-width of (ref - v) / ref over seeds, in %."""
-    from hrlsched.experiments.compare import interval
+    from hrlsched.stats import interval
 
     return interval(list(100.0 * (ref - v) / ref))
 

@@ -40,6 +40,8 @@ LEARNED = {"hrl": "hrlsched.agent.policy:HRLScheduler", "dl2": "hrlsched.rivals.
 #: every scheduler defined above this layer (they run a ``DecisionPoint``), by ``"module:attr"``
 LAZY = {**LEARNED, "optimus-tuned": "hrlsched.agent.rules:RulesScheduler",
         "lookahead": "hrlsched.agent.lookahead:LookaheadScheduler"}
+#: oracle planners: minutes per episode (the regression fixtures leave them to tests/test_lookahead.py)
+PLANNERS = {"lookahead"}
 #: joint schedulers that take settings in their name, ``NAME/key=value/...`` (the text is their factory's argument)
 WITH_SETTINGS = {"lookahead"}
 _resolved: dict[str, Callable[..., Scheduler]] = {}

@@ -32,10 +32,12 @@ FIELDS = ["policy", "job_id", "start_s", "finish_s", "restarts", "gpu_seconds", 
 
 def policies() -> list[str]:
     """Every built-in policy but the learned ones (``LEARNED``): their figures
-    move with each shipped checkpoint, and tests/test_agent.py covers them."""
-    from hrlsched.policies.registry import ALLOCATIONS, LEARNED, SCHEDULERS
+    move with each shipped checkpoint, and tests/test_agent.py covers them;
+    and but the oracle planners (``PLANNERS``: minutes per episode,
+    tests/test_lookahead.py covers them)."""
+    from hrlsched.policies.registry import ALLOCATIONS, LEARNED, PLANNERS, SCHEDULERS
 
-    return [*ALLOCATIONS, *(s for s in SCHEDULERS if s not in LEARNED), *EXTRA]
+    return [*ALLOCATIONS, *(s for s in SCHEDULERS if s not in {*LEARNED, *PLANNERS}), *EXTRA]
 
 
 def path_of(scenario: str) -> Path:
