@@ -19,6 +19,30 @@ def _fail(console: Console, msg: str) -> int:
     return 2
 
 
+def simulate_command(
+    scenario: str,
+    out: Path,
+    policy: str | None = None,
+    seed: int | None = None,
+    sets: list[str] | None = None,
+    plots: bool = True,
+    force: bool = False,
+    checkpoint: Path | None = None,
+) -> str:
+    """``run_simulate``'s arguments as the shell line that runs it (the
+    options given, not the defaults), for ``command.txt``."""
+    import shlex
+
+    words = ["hrlsched", "simulate", "--scenario", scenario, "--out", str(out)]
+    for opt, v in (("--policy", policy), ("--seed", seed), ("--checkpoint", checkpoint)):
+        if v is not None:
+            words += [opt, str(v)]
+    for s in sets or []:
+        words += ["--set", s]
+    words += [*([] if plots else ["--no-plots"]), *(["--force"] if force else [])]
+    return shlex.join(words)
+
+
 def run_simulate(
     scenario: str,
     out: Path,
@@ -69,6 +93,9 @@ def run_simulate(
             summ = run_to_dir(cfg, out, None, plots=plots, force=force)
         except errors as e:
             return _fail(console, str(e))
+    from hrlsched.provenance import record_command
+
+    record_command(out, simulate_command(scenario, out, policy, seed, sets, plots, force, checkpoint))
     from rich.table import Table
 
     table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")
@@ -77,6 +104,6 @@ def run_simulate(
     for k, v in summ.items():
         table.add_row(k, format_metric(k, v))
     Console().print(table)
-    files = "config.yaml, jobs.csv, rounds.csv, summary.json" + (", jct_cdf.png, timeline.png" if plots else "")
+    files = "config.yaml, jobs.csv, rounds.csv, summary.json, command.txt" + (", jct_cdf.png, timeline.png" if plots else "")
     console.print(f"wrote {out}/ ({files}; times in seconds in summary.json)")
     return 0
