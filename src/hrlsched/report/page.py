@@ -29,11 +29,12 @@ dl.facts dd { margin: 0; overflow-wrap: anywhere; }
 code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, Consolas, "DejaVu Sans Mono", monospace; font-size: .85rem; }
 pre { background: var(--head); border: 1px solid var(--line); border-radius: 4px; padding: .75rem;
   overflow: auto; max-height: 32rem; margin: .4rem 0; }
-.scroll { overflow-x: auto; margin: .4rem 0; border: 1px solid var(--line); border-radius: 4px; }
+.scroll { overflow-x: auto; margin: .4rem 0; border: 1px solid var(--line); border-radius: 4px; width: fit-content; max-width: 100%; }
 table { border-collapse: collapse; width: 100%; font-size: .9rem; }
 caption { caption-side: top; text-align: left; color: var(--muted); padding: .4rem .6rem; font-size: .85rem; }
 th, td { padding: .35rem .6rem; border-bottom: 1px solid var(--line); text-align: left; white-space: nowrap; vertical-align: top; }
-th { background: var(--head); font-weight: 600; position: sticky; top: 0; }
+th { background: var(--head); font-weight: 600; white-space: normal; min-width: 4rem; }
+table.compact { width: auto; min-width: 24rem; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.text { white-space: normal; min-width: 12rem; }
 tbody tr:nth-child(even) td { background: #fafbfc; }
@@ -97,9 +98,11 @@ def num(v: float | None, scale: float = 1.0, half: float | None = None) -> Num:
     return Num(v if v is not None and math.isfinite(v) else None, text)
 
 
-def table(heads: list[Head], rows: list[list[Cell]], caption: str = "", table_id: str = "") -> str:
-    """A table in a sideways-scrolling box; numbers right-aligned."""
-    attr = f' id="{escape(table_id)}"' if table_id else ""
+def table(heads: list[Head], rows: list[list[Cell]], caption: str = "", table_id: str = "",
+          compact: bool = False) -> str:
+    """A table in a sideways-scrolling box; numbers right-aligned; a
+    ``compact`` one as narrow as its cells (a short list of figures)."""
+    attr = (f' id="{escape(table_id)}"' if table_id else "") + (' class="compact"' if compact else "")
     out = [f'<div class="scroll"><table{attr}>']
     if caption:
         out.append(f"<caption>{escape(caption)}</caption>")

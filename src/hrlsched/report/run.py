@@ -18,16 +18,20 @@ JOBS_SHOWN = 100
 
 
 def summary_table(summ: dict[str, Any]) -> str:
-    """summary.json as metric / value, durations in hours and minutes."""
+    """summary.json's figures as metric / value, durations in hours and
+    minutes (its names, policy and scenario, are among the facts above)."""
     from hrlsched.units import format_metric
 
     rows: list[list[page.Cell]] = []
     for k, v in summ.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if v is None:
+            rows.append([k, Num(None, "-")])
+        elif isinstance(v, (int, float)) and not isinstance(v, bool):
             rows.append([k, Num(float(v), format_metric(k, v))])
-        else:
-            rows.append([k, format_metric(k, v)])
-    return page.table([Head("metric"), Head("value", numeric=True)], rows, table_id="main-table")
+        elif k not in ("policy", "scenario"):
+            rows.append([k, str(v)])
+    return page.table([Head("metric"), Head("value", numeric=True)], rows, "summary.json", table_id="main-table",
+                      compact=True)
 
 
 def config_of(folder: Path) -> dict[str, Any]:

@@ -78,7 +78,7 @@ def plot_jct_bars(rows: Mapping[str, tuple[float, float]], path: Path, title: st
     fastest at the top, and the lower bound as a dashed line."""
     plt = _plt()
     names = sorted(rows, key=lambda n: -rows[n][0])
-    fig, ax = plt.subplots(figsize=(7, 0.9 + 0.3 * len(names)))
+    fig, ax = plt.subplots(figsize=(7, max(2.4, 1.2 + 0.3 * len(names))))
     y = np.arange(len(names))
     err = np.nan_to_num(np.array([rows[n][1] for n in names], dtype=float))
     ax.barh(y, [rows[n][0] for n in names], xerr=err, color="C0", alpha=0.8, capsize=3)
