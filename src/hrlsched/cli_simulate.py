@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -19,27 +19,18 @@ def _fail(console: Console, msg: str) -> int:
     return 2
 
 
-def simulate_command(
-    scenario: str,
-    out: Path,
-    policy: str | None = None,
-    seed: int | None = None,
-    sets: list[str] | None = None,
-    plots: bool = True,
-    force: bool = False,
-    checkpoint: Path | None = None,
-) -> str:
-    """``run_simulate``'s arguments as the shell line that runs it (the
-    options given, not the defaults), for ``command.txt``."""
+def simulate_command(opts: dict[str, Any]) -> str:
+    """``run_simulate``'s arguments, by keyword, as the shell line that runs
+    it (the options given, not the defaults), for ``command.txt``."""
     import shlex
 
-    words = ["hrlsched", "simulate", "--scenario", scenario, "--out", str(out)]
-    for opt, v in (("--policy", policy), ("--seed", seed), ("--checkpoint", checkpoint)):
-        if v is not None:
-            words += [opt, str(v)]
-    for s in sets or []:
+    words = ["hrlsched", "simulate"]
+    for key in ("scenario", "out", "policy", "seed", "checkpoint"):
+        if opts.get(key) is not None:
+            words += [f"--{key}", str(opts[key])]
+    for s in opts.get("sets") or []:
         words += ["--set", s]
-    words += [*([] if plots else ["--no-plots"]), *(["--force"] if force else [])]
+    words += [*([] if opts.get("plots", True) else ["--no-plots"]), *(["--force"] if opts.get("force") else [])]
     return shlex.join(words)
 
 
@@ -95,7 +86,8 @@ def run_simulate(
             return _fail(console, str(e))
     from hrlsched.provenance import record_command
 
-    record_command(out, simulate_command(scenario, out, policy, seed, sets, plots, force, checkpoint))
+    record_command(out, simulate_command({"scenario": scenario, "out": out, "policy": policy, "seed": seed, "sets": sets,
+                                          "plots": plots, "force": force, "checkpoint": checkpoint}))
     from rich.table import Table
 
     table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")

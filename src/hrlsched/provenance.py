@@ -13,9 +13,9 @@ COMMAND_FILE = "command.txt"
 
 
 def version() -> str:
-    from hrlsched import __version__
+    import hrlsched
 
-    return __version__
+    return hrlsched.__version__
 
 
 def record_command(folder: str | Path, command: str) -> Path:
