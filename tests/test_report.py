@@ -114,21 +114,29 @@ def test_evaluation_page(tmp_path: Path) -> None:
 
 
 def test_experiment_page(tmp_path: Path, comparison: Path) -> None:
+    # the files hrlsched experiment writes: results.csv, summary.md, experiment.json, plots
     exp = tmp_path / "exp"
     exp.mkdir()
-    (exp / "results.csv").write_text("policy,load,seed,avg_jct_s\nfifo,0.5,0,100.5\nfifo,0.5,1,120\nsrtf,0.5,0,90\n")
-    (exp / "summary.csv").write_text("policy,load,avg_jct_s\nfifo,0.5,110.25\n")
-    (exp / "plots").mkdir()
-    (exp / "plots" / "load.png").write_bytes((comparison / "jct_cdf.png").read_bytes())
+    (exp / "results.csv").write_text("experiment,factor,value,policy,seed,avg_jct_s\n"
+                                     "load,load,0.5,fifo,0,100.5\nload,load,0.5,fifo,1,120\nload,load,0.5,srtf,0,90\n")
+    (exp / "summary.md").write_text("Experiment `load`: offered load. Seeds 0-1.\n\n**avg JCT (h)** by load:\n\n"
+                                    "| policy | 0.5 | 1 |\n|---|---|---|\n| fifo | 0.03 ± 0.01 | - |\n\n"
+                                    "See [the docs](https://example.org/x). Plots: load-load.png\n")
+    (exp / "load-load.png").write_bytes((comparison / "jct_cdf.png").read_bytes())
     (exp / "experiment.json").write_text(json.dumps(
-        {"name": "load", "command": ["hrlsched", "experiment", "load", "--quick"], "quick": True, "factor": [0.5]}))
-    (exp / "config.yaml").write_text("scenario: default\n")
+        {"experiment": "load", "title": "offered load from 0.5x to 2x", "quick": True, "seeds": [0, 1],
+         "policies": ["fifo", "srtf"], "command": "hrlsched experiment load --quick", "version": "9.9.9",
+         "settings": [{"factor": "load", "value": 0.5, "scenario": "default", "overrides": []}]}))
     html = render(exp)
     check_page(html, 1)
     assert kind_of(exp) == "experiment"
-    assert "Experiment: load" in html and "<code>hrlsched experiment load --quick</code>" in html
-    assert "<dt>seeds</dt><dd>0-1</dd>" in html and 'data-value="100.5"' in html and "110.2" in html
-    assert "scenario: default" in html and "plots/load.png" in html
+    assert "Experiment: load" in html and "offered load from 0.5x to 2x" in html
+    assert "<code>hrlsched experiment load --quick</code>" in html and "hrlsched 9.9.9" in html
+    assert "<dt>seeds</dt><dd>0-1</dd>" in html and "<dt>policies</dt><dd>fifo, srtf</dd>" in html
+    assert 'data-value="100.5"' in html and "load-load.png" in html and '"overrides": []' in html
+    # summary.md's table is a table, its marks gone, its link text only
+    assert '<th scope="col">policy</th>' in html and '<td class="num">0.03 ± 0.01</td>' in html
+    assert "<strong>avg JCT (h)</strong>" in html and "See the docs." in html and "example.org" not in html
 
 
 def test_unknown_directory_is_refused(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import math
+import struct
 from dataclasses import dataclass, field
 from html import escape
 
@@ -41,6 +42,7 @@ tbody tr:nth-child(even) td { background: #fafbfc; }
 tbody tr:hover td { background: #eef3f8; }
 figure { margin: 1rem 0; }
 figure img { display: block; max-width: 100%; height: auto; border: 1px solid var(--line); border-radius: 4px; }
+.plots figure.wide { grid-column: 1 / -1; }
 figcaption { color: var(--muted); font-size: .85rem; margin-top: .3rem; }
 .plots { display: grid; grid-template-columns: repeat(auto-fit, minmax(min(100%, 30rem), 1fr)); gap: 0 1.25rem; }
 details { margin: .5rem 0; }
@@ -114,12 +116,12 @@ def table(heads: list[Head], rows: list[list[Cell]], caption: str = "", table_id
     out.append("<thead><tr>" + "".join(ths) + "</tr></thead><tbody>")
     for row in rows:
         tds = []
-        for c in row:
+        for h, c in zip(heads, row):
             if isinstance(c, Num):
                 value = "" if c.value is None else f"{c.value!r}"
                 tds.append(f'<td class="num" data-value="{value}">{escape(c.text)}</td>')
-            else:
-                cls = ' class="text"' if len(c) > 40 else ""
+            else:  # a text in a column of numbers ("-", "1.2 ± 0.3") is aligned as they are
+                cls = ' class="num"' if h.numeric else (' class="text"' if len(c) > 40 else "")
                 tds.append(f"<td{cls}>{escape(c)}</td>")
         out.append("<tr>" + "".join(tds) + "</tr>")
     out.append("</tbody></table></div>")
@@ -138,12 +140,23 @@ def csv_table(rows: list[dict[str, str]], limit: int | None = None, caption: str
     return table([Head(c, c, numeric=numeric[c]) for c in cols], cells, caption, table_id)
 
 
+def png_size(png: bytes) -> tuple[int, int]:
+    """Width and height of a PNG (its IHDR chunk); ``ValueError`` where it is not one."""
+    if not png.startswith(PNG_SIGNATURE) or len(png) < 24 or png[12:16] != b"IHDR":
+        raise ValueError("not a PNG image (expected the PNG signature and its IHDR chunk)")
+    return struct.unpack(">II", png[16:24])
+
+
 def figure(png: bytes, caption: str) -> str:
-    """A plot embedded as a data URI (``ValueError`` where ``png`` is not a PNG)."""
-    if not png.startswith(PNG_SIGNATURE):
-        raise ValueError(f"{caption}: not a PNG image (expected the PNG signature)")
+    """A plot embedded as a data URI; a wide one (panels side by side)
+    takes the whole row of plots. ``ValueError`` where ``png`` is not a PNG."""
+    try:
+        w, h = png_size(png)
+    except ValueError as e:
+        raise ValueError(f"{caption}: {e}") from None
     data = base64.b64encode(png).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{escape(caption)}">'
+    wide = ' class="wide"' if w >= 1.8 * h and w > 800 else ""  # more than half a laptop screen
+    return (f'<figure{wide}><img src="data:image/png;base64,{data}" width="{w}" height="{h}" alt="{escape(caption)}">'
             f"<figcaption>{escape(caption)}</figcaption></figure>")
 
 
@@ -152,7 +165,7 @@ def plots(figures: list[str]) -> str:
 
 
 def code(text: str) -> str:
-    return f"<pre><code>{escape(text)}</code></pre>"
+    return f"<pre><code>{escape(text, quote=False)}</code></pre>"
 
 
 def para(text: str, cls: str = "note") -> str:

@@ -37,15 +37,13 @@ def command_facts(folder: Path) -> list[tuple[str, str | Code]]:
     """The command that made ``folder`` and the versions that made and render it."""
     from hrlsched.provenance import read_command, version
 
-    rec = read_command(folder)
-    made_by = rec[1] if rec else ""
+    rec = read_command(folder) or experiment.recorded(folder)
     whole = folder.resolve()
     if rec is None and whole.parent.parent.name == "runs":  # a run kept by a comparison, an evaluation, ...
         parent = read_command(whole.parents[2])
         if parent is not None:
             rec = (f"{parent[0]}  (this is one of its runs)", parent[1])
-            made_by = parent[1]
-    cmd = rec[0] if rec else experiment.command(folder)
+    cmd, made_by = rec if rec else ("", "")
     return [("command", Code(cmd) if cmd else "not recorded (made before hrlsched wrote command.txt)"),
             ("made by", f"hrlsched {made_by}" if made_by else "not recorded"),
             ("rendered by", f"hrlsched {version()}")]
