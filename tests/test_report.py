@@ -149,6 +149,11 @@ def test_unknown_directory_is_refused(tmp_path: Path) -> None:
         assert expected in msg
     r = CliRunner().invoke(app, ["report", str(tmp_path / "missing")])
     assert r.exit_code == 2 and "no such directory" in r.output
+    r = CliRunner().invoke(app, ["report", str(tmp_path / "notes.txt")])
+    assert r.exit_code == 2 and "notes.txt: is a file" in r.output
+    (tmp_path / "evaluation.json").write_text("{not json")
+    r = CliRunner().invoke(app, ["report", str(tmp_path)])
+    assert r.exit_code == 2 and "evaluation.json: cannot be read as JSON" in r.output
     assert not (tmp_path / "report.html").exists()
 
 

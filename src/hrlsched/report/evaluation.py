@@ -62,7 +62,7 @@ def build(folder: Path) -> Page:
     from hrlsched.seeds import seeds_text
 
     ev = read_json(folder / "evaluation.json")
-    if not isinstance(ev, dict) or not isinstance(ev.get("rows"), list) or "seeds" not in ev:
+    if not isinstance(ev, dict) or not isinstance(ev.get("rows"), list) or not ev.get("seeds"):
         raise ReportError(f"{folder / 'evaluation.json'}: expected hrlsched evaluate's output (an object with "
                           "rows and seeds)")
     scenario = str(ev.get("scenario", "?"))

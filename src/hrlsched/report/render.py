@@ -24,12 +24,14 @@ REPORT_FILE = "report.html"
 def kind_of(folder: Path) -> str:
     """The kind of ``folder`` (``ReportError`` naming it and what each kind holds)."""
     if not folder.is_dir():
-        raise ReportError(f"{folder}: no such directory; expected the output folder of a run, a comparison, "
+        what = "is a file" if folder.exists() else "no such directory"
+        raise ReportError(f"{folder}: {what}; expected the output folder of a run, a comparison, "
                           "an evaluation or an experiment")
     for name, markers, _, _ in KINDS:
         if all((folder / m).is_file() for m in markers):
             return name
-    expected = "; ".join(f"{' and '.join(m)} (a {n}: {cmd})" for n, m, cmd, _ in KINDS)
+    expected = "; ".join(f"{' and '.join(m)} ({'an' if n[0] in 'aeiou' else 'a'} {n}: {cmd})"
+                         for n, m, cmd, _ in KINDS)
     raise ReportError(f"{folder}: not a directory hrlsched report knows; expected one of: {expected}")
 
 
