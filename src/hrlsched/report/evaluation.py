@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from hrlsched.experiments.evaluate import ORACLE_LABELS
 from hrlsched.report import page
 from hrlsched.report.files import ReportError, plot_files, read_json, read_png, read_text
 from hrlsched.report.page import Code, Head, Page
@@ -29,8 +30,7 @@ def main_table(ev: dict[str, Any]) -> str:
         rows.append([r["row"], r["kind"], page.num(r["avg_jct_s"], H, r["avg_jct_s_ci95"]),
                      page.num(r["agent_minus_row_s"], H, r["agent_minus_row_s_ci95"]),
                      page.Num(None, "-") if own else page.Num(r["agent_wins"], f"{r['agent_wins']}/{n}"),
-                     {"truth": "oracle (the truth)", "exact predicted work": "oracle (exact predicted work)"}.get(
-                         r["information"], r["information"]),
+                     ORACLE_LABELS.get(r["information"], "oracle") if r["oracle"] else r["information"],
                      "best" if r["best_heuristic"] else "", page.num(r["unfinished_jobs"])])
     caption = ("average JCT, mean ± 95% interval over the seeds; agent − row paired by seed "
                "(negative: the agent is faster)")
