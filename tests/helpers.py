@@ -53,3 +53,21 @@ def make_view(topo, perf, jobs, placements=None, progress=None, attained=None, t
         placements=list(placements), gpu_tasks=tasks, server_cores_used=np.zeros(topo.n_servers),
         server_mem_used=np.zeros(topo.n_servers),
     )
+
+
+# A comparison small enough for a test (about 5 s) whose two policies differ:
+# 20 jobs arriving in half an hour on 16 GPUs queue, so FIFO and SRTF part ways.
+TINY = ["--set", "workload.jobs=20", "--set", "workload.duration_h=0.5", "--set", "cluster.server_groups.0.count=2"]
+
+
+def tiny_comparison(out):  # noqa: ANN001, ANN201
+    """``hrlsched compare`` of fifo+pack and srtf+pack on one seed of a tiny
+    ``default`` into ``out`` (a Path), through the command line."""
+    from typer.testing import CliRunner
+
+    from hrlsched.cli import app
+
+    r = CliRunner().invoke(app, ["compare", "--scenario", "default", "--policies", "fifo+pack,srtf+pack", "--seeds", "1",
+                                 "--workers", "1", "--out", str(out), *TINY])
+    assert r.exit_code == 0, r.output
+    return out

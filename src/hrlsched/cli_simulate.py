@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -17,6 +17,21 @@ if TYPE_CHECKING:
 def _fail(console: Console, msg: str) -> int:
     console.print(f"[red]error:[/red] {msg}", highlight=False)
     return 2
+
+
+def simulate_command(opts: dict[str, Any]) -> str:
+    """``run_simulate``'s arguments, by keyword, as the shell line that runs
+    it (the options given, not the defaults), for ``command.txt``."""
+    import shlex
+
+    words = ["hrlsched", "simulate"]
+    for key in ("scenario", "out", "policy", "seed", "checkpoint"):
+        if opts.get(key) is not None:
+            words += [f"--{key}", str(opts[key])]
+    for s in opts.get("sets") or []:
+        words += ["--set", s]
+    words += [*([] if opts.get("plots", True) else ["--no-plots"]), *(["--force"] if opts.get("force") else [])]
+    return shlex.join(words)
 
 
 def run_simulate(
@@ -69,6 +84,10 @@ def run_simulate(
             summ = run_to_dir(cfg, out, None, plots=plots, force=force)
         except errors as e:
             return _fail(console, str(e))
+    from hrlsched.provenance import record_command
+
+    record_command(out, simulate_command({"scenario": scenario, "out": out, "policy": policy, "seed": seed, "sets": sets,
+                                          "plots": plots, "force": force, "checkpoint": checkpoint}))
     from rich.table import Table
 
     table = Table(title=f"{cfg.scenario.name} / {cfg.policy} / seed {cfg.seed}")
@@ -77,6 +96,6 @@ def run_simulate(
     for k, v in summ.items():
         table.add_row(k, format_metric(k, v))
     Console().print(table)
-    files = "config.yaml, jobs.csv, rounds.csv, summary.json" + (", jct_cdf.png, timeline.png" if plots else "")
+    files = "config.yaml, jobs.csv, rounds.csv, summary.json, command.txt" + (", jct_cdf.png, timeline.png" if plots else "")
     console.print(f"wrote {out}/ ({files}; times in seconds in summary.json)")
     return 0

@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 
 # What a run writes; ``--force`` removes these and nothing else.
-RUN_FILES = ("config.yaml", "jobs.csv", "rounds.csv", "summary.json", "jct_cdf.png", "timeline.png")
+RUN_FILES = ("config.yaml", "jobs.csv", "rounds.csv", "summary.json", "jct_cdf.png", "timeline.png", "command.txt")
 
 
 class OutputDirError(ValueError):

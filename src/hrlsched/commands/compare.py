@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         from hrlsched.commands import invoked_command, runs_with_progress
         from hrlsched.experiments.compare import compare as run_compare
         from hrlsched.policies.registry import make_scheduler
+        from hrlsched.provenance import record_command
 
         err = Console(stderr=True)
         names = [p.strip() for p in policies.split(",") if p.strip()]
@@ -50,9 +51,10 @@ def register(app: typer.Typer) -> None:
         runs_with_progress(err, lambda progress: run_compare(
             scenario, names, seeds, out, workers, set_ or [], progress,
             checkpoint=str(checkpoint) if checkpoint is not None else None))
+        record_command(out, invoked_command(ctx))
         table = (out / "comparison.md").read_text()
         print(table)
-        wrote = f"{out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png and runs/"
+        wrote = f"{out}/comparison.csv, comparison.md, jct_cdf.png, utilisation.png, command.txt and runs/"
         if markdown is not None:
             from hrlsched.experiments.markdown import write_markdown
 

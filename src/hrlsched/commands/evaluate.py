@@ -39,6 +39,7 @@ def register(app: typer.Typer) -> None:
         from hrlsched.experiments.evaluate import evaluate as run_evaluate
         from hrlsched.experiments.evaluate import markdown as to_markdown
         from hrlsched.experiments.markdown import write_markdown
+        from hrlsched.provenance import record_command
         from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True)
@@ -56,8 +57,9 @@ def register(app: typer.Typer) -> None:
         ev = runs_with_progress(err, lambda progress: run_evaluate(
             scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers, progress, rival_cks,
             None if lookahead is None else ("" if lookahead == "default" else lookahead)))
+        record_command(folder, invoked_command(ctx))
         print(format_table(ev))
-        wrote = f"{folder}/evaluation.csv, evaluation.json and runs/"
+        wrote = f"{folder}/evaluation.csv, evaluation.json, command.txt and runs/"
         if markdown is not None:
             write_markdown(markdown, to_markdown(ev), invoked_command(ctx))
             wrote += f"; {markdown}"

@@ -280,11 +280,14 @@ def _pm(v: float, h: float, signed: bool = False) -> str:
     return s + ("" if h != h else f" ± {h / 3600:.3f}")
 
 
+# An oracle row's note, by its information (hrlsched report shows them too)
+ORACLE_LABELS = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)",
+                 "future": "oracle (future arrivals: plans on a copy of the simulation)"}
+
+
 def _cells(ev: dict[str, Any], r: dict[str, Any]) -> list[str]:
     n = len(ev["seeds"])
-    oracle = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)",
-              "future": "oracle (future arrivals: plans on a copy of the simulation)"}.get(r.get("information", ""),
-                                                                                           "oracle")
+    oracle = ORACLE_LABELS.get(r.get("information", ""), "oracle")
     notes = [n for n, on in (("best heuristic", r["best_heuristic"]), (oracle, r["oracle"]),
                              (f"{r['unfinished_jobs']} jobs unfinished", r["unfinished_jobs"] > 0)) if on]
     own = r["kind"] == "agent"
