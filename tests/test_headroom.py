@@ -37,3 +37,23 @@ def test_headroom_runs_pairs_and_resumes(tmp_path: Path) -> None:
     assert {p: p.stat().st_mtime_ns for p in tmp_path.rglob("seed*.json")} == before  # reused, not rerun
     with pytest.raises(ValueError, match="--levels"):
         headroom([case], [0], tmp_path, "", ["fifo"], levels=("3",))
+
+
+def test_the_headroom_page_quotes_the_table_its_command_made() -> None:
+    """docs/headroom.md's summary figures are those of docs/headroom/cases.md
+    (written by the hrlsched headroom command named in its first line)."""
+    import re
+
+    docs = Path(__file__).resolve().parents[1] / "docs"
+    made = (docs / "headroom" / "cases.md").read_text()
+    assert made.startswith("<!-- made by: hrlsched headroom ")
+    lines = {m.group(1): m.group(0) for m in re.finditer(r"^\| `([^`]+)` \| [\d.]+ \|.*$", made, re.M)}
+    quoted = 0
+    for row in re.finditer(r"^\| `([^`]+)`[^|]*\| (.*)$", (docs / "headroom.md").read_text().replace("**", ""), re.M):
+        case = row.group(1) if row.group(1) in lines else next((c for c in lines if c.startswith(row.group(1))), None)
+        if case is None:
+            continue
+        for fig in re.findall(r"[+-]\d+\.\d% ± \d+\.\d", row.group(2)):
+            assert fig in lines[case], f"{case}: {fig} is not in docs/headroom/cases.md"
+            quoted += 1
+    assert quoted >= 10
