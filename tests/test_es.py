@@ -32,17 +32,18 @@ def test_a_zero_residual_is_the_rules() -> None:
     assert _episode(None, "default", SETS, 101, np.zeros(7)) == (jct, steps)
 
 
-def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path) -> None:
-    whole = train(cfg(), tmp_path / "a")
-    train(cfg(iterations=1), tmp_path / "b")
-    resumed = train(cfg(), tmp_path / "b", resume=True)
+@pytest.mark.parametrize("method", ["es", "cem"])
+def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path, method: str) -> None:
+    whole = train(cfg(method=method), tmp_path / "a")
+    train(cfg(iterations=1, method=method), tmp_path / "b")
+    resumed = train(cfg(method=method), tmp_path / "b", resume=True)
     np.testing.assert_array_equal(resumed.theta, whole.theta)
     assert [r["train_gain_pct"] for r in resumed.curve] == [r["train_gain_pct"] for r in whole.curve]
     assert (tmp_path / "b" / "curve.csv").read_text().count("\n") == 3 and (tmp_path / "b" / "curve.png").is_file()
     with pytest.raises(ValueError, match="other settings"):
-        train(cfg(sigma=0.2), tmp_path / "b", resume=True)
+        train(cfg(sigma=0.2, method=method), tmp_path / "b", resume=True)
     with pytest.raises(ValueError, match="already"):
-        train(cfg(), tmp_path / "b")
+        train(cfg(method=method), tmp_path / "b")
 
 
 def test_bad_settings_are_refused() -> None:
@@ -50,6 +51,8 @@ def test_bad_settings_are_refused() -> None:
         cfg(held_back=(5,))
     with pytest.raises(ValueError, match="pairs"):
         cfg(pairs=0)
+    with pytest.raises(ValueError, match="method"):
+        cfg(method="sgd")
 
 
 def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() -> None:

@@ -11,7 +11,13 @@ evolution strategies (Salimans et al., 2017): antithetic pairs of
 perturbations, each pair scored on the same fresh training workloads
 (common random numbers), the score of an episode its gain in average JCT
 over the rules' on the same workload, shaped into centered ranks, and Adam
-on the estimate.
+on the estimate. Or (``method="cem"``) the cross-entropy method (Rubinstein,
+1999; as in Szita and Lorincz's Tetris controllers): the same antithetic
+samples, each weight drawn with its own spread; the mean and spread move
+to the best quarter's. A residual acts through an argmax past the rules'
+margin, so most small changes change no choice and some change many: a
+landscape of plateaus and cliffs where a gradient estimate moved little
+(``docs/agent.md``).
 
 Why not PPO: the agent's per-choice credit is the job-seconds of a whole
 episode, which PPO's per-step advantages estimated badly here
@@ -46,6 +52,7 @@ from hrlsched.agent.residual import RESIDUAL_FEATURES, with_residual
 
 TRAIN_SEED0 = 1000
 HELD_BACK = tuple(range(100, 120))
+CEM_SMOOTH = 0.7  # the share of the elite's mean and spread taken each iteration
 LAYER = "cand.2.weight"  # the free scorer's last layer: zeroed, so that the agent is its rules plus the residual
 
 
@@ -65,6 +72,7 @@ class ESConfig:
     held_back: tuple[int, ...] = HELD_BACK
     seed: int = 0  # the perturbations' stream
     workers: int = 2
+    method: str = "es"  # "es": the gradient estimate and Adam; "cem": the cross-entropy method
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -76,6 +84,8 @@ class ESConfig:
             raise ValueError("es held_back: evaluation seeds 0-99 are never used in training")
         if not self.held_back:
             raise ValueError("es held_back: expected at least one seed")
+        if self.method not in ("es", "cem"):
+            raise ValueError(f"es method: expected 'es' or 'cem', got {self.method!r}")
 
 
 # ------------------------------------------------------------------ workers
@@ -194,22 +204,33 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             eps = rng.standard_normal((cfg.pairs, dim))
             seeds = [TRAIN_SEED0 + it * cfg.seeds_per_pair + j for j in range(cfg.seeds_per_pair)]
             jobs: list[tuple[int, np.ndarray | None]] = [(s, None) for s in seeds]
+            scale = (state.v if state.v.any() else np.full(dim, cfg.sigma)) if cfg.method == "cem" else cfg.sigma
             for e in eps:
                 for sign in (1.0, -1.0):
-                    jobs += [(s, (state.theta + sign * cfg.sigma * e).astype(np.float32)) for s in seeds]
+                    jobs += [(s, (state.theta + sign * scale * e).astype(np.float32)) for s in seeds]
             jct = run(jobs)
             rules, rest = jct[: len(seeds)], jct[len(seeds):].reshape(cfg.pairs, 2, len(seeds))
             fit = _gain(rules, rest).mean(axis=2)  # (pairs, +/-): gain over the rules in %
-            # centered ranks (Salimans et al.): a perturbation that makes waiting or hogging win costs
-            # hundreds of percent, and would drown every other pair's signal in raw gains
-            g = ((_ranks(fit)[:, 0] - _ranks(fit)[:, 1])[:, None] * eps).sum(axis=0) / (2 * cfg.pairs * cfg.sigma)
-            # Adam, ascending the gain
-            b1, b2 = 0.9, 0.999
-            state.m = b1 * state.m + (1 - b1) * g
-            state.v = b2 * state.v + (1 - b2) * g * g
             k = it + 1
-            step = cfg.lr * (state.m / (1 - b1**k)) / (np.sqrt(state.v / (1 - b2**k)) + 1e-8)
-            state.theta = state.theta + step
+            if cfg.method == "cem":
+                # the elite quarter's mean and spread, smoothed: plateaus and cliffs need no gradient
+                if not state.v.any():
+                    state.v = np.full(dim, cfg.sigma)
+                thetas = state.theta + np.stack([eps, -eps], axis=1) * state.v  # (pairs, +/-, dim) as drawn
+                flat, tf = fit.reshape(-1), thetas.reshape(-1, dim)
+                elite = tf[np.argsort(-flat, kind="stable")[: max(2, flat.size // 4)]]
+                state.theta = (1 - CEM_SMOOTH) * state.theta + CEM_SMOOTH * elite.mean(axis=0)
+                state.v = np.maximum((1 - CEM_SMOOTH) * state.v + CEM_SMOOTH * elite.std(axis=0), 0.1 * cfg.sigma)
+            else:
+                # centered ranks (Salimans et al.): a perturbation that makes waiting or hogging win costs
+                # hundreds of percent, and would drown every other pair's signal in raw gains
+                g = ((_ranks(fit)[:, 0] - _ranks(fit)[:, 1])[:, None] * eps).sum(axis=0) / (2 * cfg.pairs * cfg.sigma)
+                # Adam, ascending the gain
+                b1, b2 = 0.9, 0.999
+                state.m = b1 * state.m + (1 - b1) * g
+                state.v = b2 * state.v + (1 - b2) * g * g
+                step = cfg.lr * (state.m / (1 - b1**k)) / (np.sqrt(state.v / (1 - b2**k)) + 1e-8)
+                state.theta = state.theta + step
             state.iteration = k
             row: dict[str, Any] = {"iteration": k, "train_gain_pct": float(fit.mean()),
                                    "pair_spread_pct": float(np.abs(fit[:, 0] - fit[:, 1]).mean()),

@@ -24,6 +24,7 @@ def register(app: typer.Typer) -> None:
         held_back: Annotated[str, typer.Option(help="held-back seeds of the curve (never 0-99)")] = "100-119",
         seed: Annotated[int, typer.Option(help="the perturbations' random stream")] = 0,
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
+        method: Annotated[str, typer.Option(help="es: the gradient estimate and Adam; cem: the cross-entropy method")] = "es",
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
@@ -37,7 +38,8 @@ def register(app: typer.Typer) -> None:
         try:
             cfg = ESConfig(scenario=scenario, overrides=tuple(set_ or []), init=None if init is None else str(init),
                            iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
-                           eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers)
+                           eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers,
+                           method=method)
 
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
