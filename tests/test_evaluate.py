@@ -171,7 +171,7 @@ def test_explain_counts_the_departures() -> None:
     d = json.loads(r.raw)
     assert d["points"] > 0 and sum(d["counts"].values()) > 0 and set(d["counts"]) == {"same", "more", "fewer"}
     assert d["window"] == 40 and d["points_window_full"] == 0 and d["job_hours_outside_window"] == 0.0
-    assert 0.0 <= d["gpu_hours_idle_held_back"] <= d["gpu_hours_idle"] and d["avg_jct_h"] > 0
+    assert 0.0 <= d["gpu_hours_idle_held_back"] <= d["gpu_hours_idle"] and d["avg_jct_h"] > 0 and d["unplaced"] == 0
 
 
 def test_explain_dl2_counts_the_jobs_its_window_leaves_out() -> None:

@@ -177,7 +177,8 @@ def explain_dl2(scenario: str, seed: int, checkpoint: str | Path | None = None,
     job slots; None: the checkpoint's) and the job-hours spent outside it,
     and the points where its network stopped while a window job below its
     request could still grow, with the GPU-hours left idle until the next
-    point; and the run's average JCT."""
+    point; the allocations its placement could not put on the servers;
+    and the run's average JCT."""
     from hrlsched.config import resolve_run_config
     from hrlsched.experiments import learned
     from hrlsched.run import simulate
@@ -217,7 +218,7 @@ def explain_dl2(scenario: str, seed: int, checkpoint: str | Path | None = None,
             "window": J, "points_window_full": int((out > 0).sum()),
             "job_hours_outside_window": float((out * dt).sum() / HOUR),
             "points_held_back": int(held.sum()), "gpu_hours_idle_held_back": float((idle * dt)[held].sum() / HOUR),
-            "gpu_hours_idle": float((idle * dt).sum() / HOUR),
+            "gpu_hours_idle": float((idle * dt).sum() / HOUR), "unplaced": int(sched.unplaced),
             "avg_jct_h": float(summary(res, "dl2", cfg.scenario.name)["avg_jct_s"]) / HOUR}  # type: ignore[arg-type]
 
 
@@ -234,5 +235,6 @@ def format_dl2(d: dict[str, Any]) -> str:
         f"  stopped while a window job below its request could grow: {d['points_held_back']} points; "
         f"{d['gpu_hours_idle_held_back']:,.1f} GPU-hours idle until the next point "
         f"(idle in all: {d['gpu_hours_idle']:,.1f})",
+        f"  allocations its placement could not put on the servers (the job waits): {d['unplaced']}",
         f"  average JCT of this run: {d['avg_jct_h']:.3f} h",
     ])
