@@ -14,7 +14,9 @@ choice is scored by the agent and by its rules, and the agent's slot is
 played (``play="rules"`` or ``"hint"``: theirs instead).
 
 ``explain_dl2``: the same question for DL2 (rebuilt from its paper), whose
-rules are its teacher's, DRF's."""
+rules are its teacher's, DRF's; and what leaves GPUs idle under it (its
+window of job slots, its network's stops), as docs/rivals-offcluster.md
+reads it off other clusters."""
 
 from __future__ import annotations
 
