@@ -172,6 +172,30 @@ def test_explain_counts_the_departures() -> None:
     assert r.exit_code == 0, r.output
     d = json.loads(r.raw)
     assert d["points"] > 0 and sum(d["counts"].values()) > 0 and set(d["counts"]) == {"same", "more", "fewer"}
+    assert d["window"] == 40 and d["points_window_full"] == 0 and d["job_hours_outside_window"] == 0.0
+    assert 0.0 <= d["gpu_hours_idle_held_back"] <= d["gpu_hours_idle"] and d["avg_jct_h"] > 0 and d["unplaced"] == 0
+
+
+def test_explain_dl2_counts_the_jobs_its_window_leaves_out() -> None:
+    """With fewer job slots than active jobs, the later ones wait outside the
+    window (no GPU): counted in points and job-hours, and the run's JCT
+    is DL2's with that window (``simulate`` of the same scheduler)."""
+    from hrlsched.config import resolve_run_config
+    from hrlsched.rivals.dl2 import DL2Scheduler
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    r = invoke("explain", "--policy", "dl2", "--window", "2", "--json", *TINY)
+    assert r.exit_code == 0, r.output
+    d = json.loads(r.raw)
+    assert d["window"] == 2 and d["points_window_full"] > 0 and d["job_hours_outside_window"] > 0
+    sched = DL2Scheduler()
+    sched.set_window(2)
+    s = summary(simulate(resolve_run_config("default", "dl2", 0, TINY[1::2]), scheduler=sched), "dl2", "default")
+    assert d["avg_jct_h"] == pytest.approx(s["avg_jct_s"] / 3600, rel=1e-12)
+    assert "window of 2 jobs" in invoke("explain", "--policy", "dl2", "--window", "2", *TINY).output
+    r = invoke("explain", "--window", "2", *TINY)
+    assert r.exit_code == 2 and "--window is DL2's" in r.output, r.output
 
 
 def test_comm_and_large_are_default_with_overrides() -> None:

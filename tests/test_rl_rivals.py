@@ -84,6 +84,52 @@ def test_dl2_actions_and_masks() -> None:
         assert pt.w[k] == min(view.jobs[k].requested_gpus, pt.max_w)
 
 
+def test_dl2_runs_its_shared_network_on_another_window() -> None:
+    """``set_window``: the shared network scores any number of job slots, the
+    same way (a job's logits do not depend on the slots after it beyond the
+    window's mean and max rows); the paper's flat network, one input per
+    slot, is refused, as is a window that is not a positive integer."""
+    view = first_view(TINY)
+    sched = dl2.DL2Scheduler()
+    assert sched.cfg.window == 40
+    wide = dl2.DL2Scheduler()
+    wide.set_window(80)
+    assert wide.cfg.window == 80 and sched.cfg.window == 40  # (its own config, not the checkpoint's)
+    a = dl2.Point(view, sched.cfg, {}, {})
+    b = dl2.Point(view, wide.cfg, {}, {})
+    assert b.mask().shape == (3 * 80 + 1,)
+    la, lb = sched.policy(a.state()), wide.policy(b.state())
+    n = a.n
+    assert n < 40
+    # the same jobs, the same features but the window's share of jobs (n / J) and of the backlog
+    np.testing.assert_array_equal(a.X[:n], b.X[:n])
+    assert lb.shape == (3 * 80 + 1,) and np.isfinite(lb).all() and not np.allclose(la[:3 * n], lb[:3 * n])
+    for bad in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="window: expected a positive integer"):
+            sched.set_window(bad)  # type: ignore[arg-type]
+    cfg = dl2.DL2Config(window=5, net="fc")
+    flat = dl2.DL2Scheduler(net=dl2.DL2Net(cfg), cfg=cfg)
+    with pytest.raises(ValueError, match="net: fc"):
+        flat.set_window(8)
+
+
+def test_dl2_point_tells_the_jobs_its_network_held_back() -> None:
+    """``Point.held_back``: on *stop*, the window's jobs below their request
+    that could still take a worker; none once nothing more fits."""
+    cfg = dl2.DL2Config(window=8)
+    view = first_view(TINY)
+    pt = dl2.Point(view, cfg, {}, {})
+    k = next(k for k in range(pt.n) if pt.is_ps[k] and pt.req[k] > 1)
+    for j in range(pt.n):  # every job starts, then job k stops at one worker
+        pt.act(3 * j + (dl2.BUNDLE if pt.is_ps[j] else dl2.WORKER))
+    pt.act(3 * cfg.window)
+    assert pt.done and pt.held_back()[k] and not pt.held_back()[pt.w[:pt.n] >= pt.req[:pt.n]].any()
+    pt = dl2.Point(view, cfg, {}, {})
+    while not pt.done:
+        pt.act(pt.drf_action())
+    assert not pt.held_back().any()
+
+
 def tiny_dl2(out: Path, **kw: object) -> dl2.Trainer:
     cfg = dl2.DL2Config(overrides=TINY, train_seeds=[1000, 1001, 1002], valid_seeds=[100], window=10,
                         sl_episodes=3, sl_epochs=40, sl_minibatch=32, minutes=None, steps=1, eval_every_min=100.0,

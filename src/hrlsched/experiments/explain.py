@@ -14,7 +14,9 @@ choice is scored by the agent and by its rules, and the agent's slot is
 played (``play="rules"`` or ``"hint"``: theirs instead).
 
 ``explain_dl2``: the same question for DL2 (rebuilt from its paper), whose
-rules are its teacher's, DRF's."""
+rules are its teacher's, DRF's; and what leaves GPUs idle under it (its
+window of job slots, its network's stops), as docs/rivals-offcluster.md
+reads it off other clusters."""
 
 from __future__ import annotations
 
@@ -27,6 +29,7 @@ import numpy as np
 
 from hrlsched.contract import ARCHS, MODES
 
+HOUR = 3600.0
 PLAYERS = ("agent", "rules", "hint")
 SAME = "same as the rules"
 
@@ -166,24 +169,34 @@ def format_departures(d: dict[str, Any]) -> str:
 
 
 def explain_dl2(scenario: str, seed: int, checkpoint: str | Path | None = None,
-                overrides: list[str] | None = None) -> dict[str, Any]:
+                overrides: list[str] | None = None, window: int | None = None) -> dict[str, Any]:
     """DL2 against its teacher DRF: at each of DL2's decision points of a
     greedy run, the allocation its network builds and the one DRF's
     increments in its action space would build in the same state; per job
     allocation, whether DL2 gives as many workers, more or fewer, and the
-    median remaining work (samples) of each."""
+    median remaining work (samples) of each. Also what leaves GPUs idle
+    under DL2: the points with more active jobs than its window (``window``
+    job slots; None: the checkpoint's) and the job-hours spent outside it,
+    and the points where its network stopped while a window job below its
+    request could still grow, with the GPU-hours left idle until the next
+    point; the allocations its placement could not put on the servers;
+    and the run's average JCT."""
     from hrlsched.config import resolve_run_config
     from hrlsched.experiments import learned
     from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
 
     cfg = resolve_run_config(scenario, "dl2", seed, overrides or [])
-    sched, both = learned.dl2_against_drf(checkpoint)
+    sched, both = learned.dl2_against_drf(checkpoint, window)
+    J = sched.cfg.window
     decide = sched.decide
     counts = {"same": 0, "more": 0, "fewer": 0}
     rem: dict[str, list[float]] = {"all": [], "more": [], "fewer": []}
+    at: list[tuple[float, int, int, bool]] = []  # per point: time, jobs outside the window, idle GPUs, held back
 
     def watched(view: Any) -> Any:
-        mine, drf = both(view)
+        pt, drf = both(view)
+        mine = pt.allocations()
         left = dict(zip(view.job_ids.tolist(), view.remaining.tolist()))
         for jid in set(mine) | set(drf):
             a = mine[jid].workers if jid in mine else 0
@@ -193,12 +206,22 @@ def explain_dl2(scenario: str, seed: int, checkpoint: str | Path | None = None,
             rem["all"].append(left[jid])
             if key != "same":
                 rem[key].append(left[jid])
-        return decide(view)
+        d = decide(view)
+        idle = view.topology.n_gpus - sum(len(pl.gpus) for pl in d.placements.values())
+        at.append((view.time_s, max(len(view.jobs) - J, 0), idle, bool(pt.held_back().any())))
+        return d
 
     sched.decide = watched
-    simulate(cfg, scheduler=sched)
+    res = simulate(cfg, scheduler=sched)
+    t, out, idle, held = (np.array(c) for c in zip(*at))
+    dt = np.diff(np.append(t, res.end_time_s))  # until the next point (the last: until the run ends)
     return {"scenario": cfg.scenario.name, "seed": seed, "points": int(sched.points), "counts": counts,
-            "median_remaining": {k: float(np.median(v)) for k, v in rem.items() if v}}
+            "median_remaining": {k: float(np.median(v)) for k, v in rem.items() if v},
+            "window": J, "points_window_full": int((out > 0).sum()),
+            "job_hours_outside_window": float((out * dt).sum() / HOUR),
+            "points_held_back": int(held.sum()), "gpu_hours_idle_held_back": float((idle * dt)[held].sum() / HOUR),
+            "gpu_hours_idle": float((idle * dt).sum() / HOUR), "unplaced": int(sched.unplaced),
+            "avg_jct_h": float(summary(res, "dl2", cfg.scenario.name)["avg_jct_s"]) / HOUR}  # type: ignore[arg-type]
 
 
 def format_dl2(d: dict[str, Any]) -> str:
@@ -209,4 +232,11 @@ def format_dl2(d: dict[str, Any]) -> str:
         f"{n} job allocations",
         f"  the same workers: {c['same']} ({c['same'] / max(n, 1):.1%}); more than DRF: {c['more']}; fewer: {c['fewer']}",
         "  median remaining work (samples): " + ", ".join(f"{k} {v:,.0f}" for k, v in d["median_remaining"].items()),
+        f"  window of {d['window']} jobs: more active jobs than that at {d['points_window_full']} points; "
+        f"{d['job_hours_outside_window']:,.1f} job-hours outside it (in the backlog, no GPU)",
+        f"  stopped while a window job below its request could grow: {d['points_held_back']} points; "
+        f"{d['gpu_hours_idle_held_back']:,.1f} GPU-hours idle until the next point "
+        f"(idle in all: {d['gpu_hours_idle']:,.1f})",
+        f"  allocations its placement could not put on the servers (the job waits): {d['unplaced']}",
+        f"  average JCT of this run: {d['avg_jct_h']:.3f} h",
     ])

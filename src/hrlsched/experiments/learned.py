@@ -40,19 +40,23 @@ def harmony_allocation(checkpoint: str | Path | None) -> str:
     return str(CHECKPOINTS.load(checkpoint or shipped(CHECKPOINTS.shipped))["config"]["allocation"])
 
 
-def dl2_against_drf(checkpoint: str | Path | None) -> tuple[Any, Any]:
-    """A DL2 scheduler (``checkpoint``; None: the shipped one) and a function
-    ``(view) -> (DL2's allocations, DRF's)`` that builds, in the same state,
-    the allocations of DL2's network and of its teacher (DRF's increments in
-    DL2's action space), each as ``{job id: Allocation}``."""
+def dl2_against_drf(checkpoint: str | Path | None, window: int | None = None) -> tuple[Any, Any]:
+    """A DL2 scheduler (``checkpoint``; None: the shipped one; ``window``:
+    its job slots, None: the checkpoint's) and a function ``(view) -> (DL2's
+    decision point once its network has chosen, DRF's allocations)`` that
+    builds, in the same state, the allocations of DL2's network
+    (``Point.allocations()``) and of its teacher (DRF's increments in DL2's
+    action space, ``{job id: Allocation}``)."""
     from hrlsched.rivals import dl2
 
     sched = dl2.DL2Scheduler(checkpoint)
+    if window is not None:
+        sched.set_window(window)
 
-    def allocations(view: Any, choose: Any) -> dict[int, Any]:
+    def point(view: Any, choose: Any) -> Any:
         pt = dl2.Point(view, sched.cfg, sched.cache, sched.profiles)
         while not pt.done:
             pt.act(choose(pt))
-        return pt.allocations()
+        return pt
 
-    return sched, lambda view: (allocations(view, sched.choose), allocations(view, lambda pt: pt.drf_action()))
+    return sched, lambda view: (point(view, sched.choose), point(view, lambda pt: pt.drf_action()).allocations())

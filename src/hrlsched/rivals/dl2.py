@@ -86,7 +86,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -385,6 +385,15 @@ class Point:
             return False
         return True
 
+    def held_back(self) -> np.ndarray:
+        """The window's jobs below their request that could still take a
+        worker (or a worker and a PS) when the point ended (bool, ``n``):
+        where it ended on *stop* with such a job, the network held it back,
+        and the GPUs it could have used stay idle until the next point."""
+        n, m = self.n, self._mask
+        grow = m[0:3 * n:3] | m[2:3 * n:3]
+        return (self.w[:n] < self.req[:n]) & grow
+
     def allocations(self) -> dict[int, Allocation]:
         order = np.argsort(-self.w[: self.n], kind="stable")
         return {self.jobs[k].job_id: Allocation(int(self.w[k]), int(self.p[k])) for k in order if self.w[k] > 0}
@@ -458,6 +467,20 @@ class DL2Scheduler(ac.ActorCriticScheduler):
 
     def set_net(self, net: DL2Net) -> None:
         self.policy = NumpyPolicy(net)
+
+    def set_window(self, window: int) -> None:
+        """Decide on ``window`` job slots instead of the checkpoint's (J, the
+        active jobs in arrival order; the later ones wait in the backlog).
+        The shared network scores every slot with the same weights, so it
+        runs on any J, e.g. one scaled with a larger cluster; the paper's
+        flat one (``net: fc``) has inputs per slot of its training J."""
+        if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+            raise ValueError(f"window: expected a positive integer, got {window!r}")
+        if self.cfg.net != "shared":
+            raise ValueError(f"window: the checkpoint's network (net: {self.cfg.net}) has inputs per job slot of "
+                             f"its window ({self.cfg.window}); only net: shared runs with another window")
+        self.cfg = replace(self.cfg, window=window)
+        self.policy.J = window
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.placement.reset(topology, rng)
