@@ -25,8 +25,7 @@ episode, which PPO's per-step advantages estimated badly here
 directly, and its only cost is episodes, which run on the process pool.
 Why not the free scorer's last layer (64 weights on its hidden features):
 tried first, small perturbations changed no choice and larger ones made
-*wait* win everywhere (the average JCT of a 10-job workload went from
-0.9 h to 6.3 h), a landscape of flat plateaus and cliffs.
+*wait* win nearly everywhere, a landscape of flat plateaus and cliffs.
 
 Seeds: training workloads from 1000 on (fresh each iteration); the curve
 is measured on held-back seeds 100-119; evaluation seeds 0-99 are never
