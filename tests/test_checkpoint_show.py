@@ -31,3 +31,13 @@ def test_show_reads_the_rivals_and_refuses_other_files(tmp_path: Path) -> None:
     bad.write_text("not a checkpoint")
     r = CliRunner().invoke(app, ["checkpoint", "show", str(bad)])
     assert r.exit_code == 2 and "not a readable hrlsched checkpoint" in r.output
+
+
+def test_show_prints_the_hetero_agents_learned_residual() -> None:
+    from hrlsched.agent.residual import RESIDUAL_FEATURES
+
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt"), "--json"])
+    assert r.exit_code == 0, r.output
+    info = json.loads(r.output)
+    assert list(info["residual"]) == list(RESIDUAL_FEATURES) and any(info["residual"].values())
+    assert info["config"]["method"] == "cem" and info["config"]["scenario"] == "hetero"  # train-es's config

@@ -32,6 +32,10 @@ def describe(ck: dict[str, Any]) -> dict[str, Any]:
         out["tune"] = {k: v for k, v in ck["tune"].items() if k != "config"}
     if isinstance(ck.get("net"), dict):
         out["net"] = ck["net"]
+    if isinstance(ck.get("residual"), dict):  # the learned residual over the rules (agent.residual)
+        out["residual"] = dict(zip(ck["residual"].get("features", []), ck["residual"].get("weights", [])))
+    if "es_held_back_gain_pct" in ck:
+        out["provenance"]["es_held_back_gain_pct"] = ck["es_held_back_gain_pct"]
     if "state_dict" in ck:
         out["parameters"] = int(sum(getattr(v, "numel", lambda: 0)() for v in ck["state_dict"].values()))
     schema = ck.get("schema") or ck.get("feature_schema")
@@ -75,7 +79,8 @@ def register(app: typer.Typer) -> None:
         con = Console(width=140)
         con.print(f"[bold]{path}[/bold]")
         for title, key in (("provenance", "provenance"), ("environment (env_kwargs)", "env_kwargs"),
-                           ("search that chose it (hrlsched tune)", "tune"), ("network", "net")):
+                           ("search that chose it (hrlsched tune)", "tune"), ("network", "net"),
+                           ("learned residual over the rules (agent.residual): weight per feature", "residual")):
             if key in info:
                 t = Table(title=title, title_justify="left", show_header=False)
                 for k, v in info[key].items():
