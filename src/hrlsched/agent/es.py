@@ -109,8 +109,8 @@ def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: 
         with torch.no_grad():  # the free scorer silenced: the rules, plus the residual
             sched.net.cand[2].weight.zero_()
             sched.net.cand[2].bias.zero_()
-        sched._scorer = None  # its numpy copy of the weights is made anew
     sched.residual = None if theta is None else np.asarray(theta, dtype=np.float64)
+    sched._scorer = None  # made anew with these weights
     key = ("built", scenario, overrides, seed)
     built = _WORKER.get(key)
     if built is None:

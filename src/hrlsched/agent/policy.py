@@ -118,7 +118,7 @@ class HRLScheduler(Scheduler):
         and with the first layers split into what a point, a job and a
         choice change: ``CandidateScorer.point`` and ``score``)."""
         if self._scorer is None:
-            self._scorer = CandidateScorer(self.net)
+            self._scorer = CandidateScorer(self.net, self.residual)
         scorer = self._scorer
         encoded = False
         while more:
@@ -129,11 +129,8 @@ class HRLScheduler(Scheduler):
                 scorer.point(enc["hj"][0].numpy(), enc["pooled"][0].numpy())
                 encoded = True
             k, cluster, context, base, dyn, ix = dp.allocation_rows()
-            score = scorer.score(k, cluster, context, base, dyn, ix)
-            if self.residual is not None:
-                score = score + residual_features(cluster, base, dyn, ix).dot(self.residual)
             # the first most probable valid action (as an argmax over the masked logits)
-            more = dp.act(int(ix[score.argmax()]))
+            more = dp.act(int(ix[scorer.score(k, cluster, context, base, dyn, ix).argmax()]))
             self.steps += 1
         return dp.decision()
 
@@ -151,9 +148,12 @@ class CandidateScorer:
     the cluster and context rows, the global MLP's second layer and the few
     columns of the rows that change (``DYN_COLUMNS``), on the valid slots
     only. The sums are taken in another order than the network's, so the
-    logits differ from its by float rounding (about 1e-7 relative)."""
+    logits differ from its by float rounding (about 1e-7 relative).
+    ``residual``: the weights of a learned residual over the rules
+    (``agent.residual``), added to the scores; None: none."""
 
-    def __init__(self, net: Any) -> None:
+    def __init__(self, net: Any, residual: np.ndarray | None = None) -> None:
+        self.residual = residual
         def layers(seq: torch.nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
             return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
                     for m in seq if isinstance(m, torch.nn.Linear)]
@@ -209,4 +209,7 @@ class CandidateScorer:
         h += e[1]
         h += c
         np.maximum(h, 0.0, out=h)
-        return add_rules(h.dot(self._v) + self._u, dyn, base, ix, self.gap, self.bonus)
+        out = add_rules(h.dot(self._v) + self._u, dyn, base, ix, self.gap, self.bonus)
+        if self.residual is not None:
+            out = out + residual_features(cluster, base, dyn, ix).dot(self.residual)
+        return out

@@ -135,7 +135,8 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
         sched.hint = dataclasses.replace(sched.hint, reserve_running=RESERVE_RUNNING[reserve])
     nets = {"agent": sched.net, "rules": learned.build_net(rules_only(sched.ck, str(path))),
             "hint": learned.build_net(hint_alone(sched.ck, str(path)))}
-    watcher = _Watcher(sched, {k: learned.CandidateScorer(n) for k, n in nets.items()}, play, examples)
+    watcher = _Watcher(sched, {k: learned.CandidateScorer(n, sched.residual if k == "agent" else None)
+                               for k, n in nets.items()}, play, examples)
     learned.score_with(sched, watcher)
     res = simulate(cfg, scheduler=sched)
     n = sum(watcher.counts.values())
