@@ -257,7 +257,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                 log(row)
     if state.curve:  # (again: a finished run given --resume renders its curve)
         _write_curve(out / "curve.csv", state.curve)
-        plot_curve(state.curve, out / "curve.png", f"{cfg.scenario}: ES on the residual, held-back seeds "
+        plot_curve(state.curve, out / "curve.png", f"{cfg.scenario}: {cfg.method.upper()} on the residual, held-back seeds "
                    f"{cfg.held_back[0]}-{cfg.held_back[-1]}")
     return state
 
