@@ -80,6 +80,8 @@ def register(app: typer.Typer) -> None:
         seeds: Annotated[Optional[str], typer.Option(help="evaluation seeds instead of the size's (0-99; quick: a few), "  # noqa: UP045
                                                           "e.g. 0-4")] = None,
         plan_only: Annotated[bool, typer.Option("--plan", help="print the runs and the time estimate, run nothing")] = False,
+        docs: Annotated[Optional[Path], typer.Option(help="also write the page DOCS/NAME.md (its tables and the "  # noqa: UP045
+                                                         "command, below the reading it keeps) and copy the plots there")] = None,
     ) -> None:
         """Run one of the design's studies: sweep its factor, run every policy it names on
         every setting, paired by seed; write results.csv (one row per policy x setting x
@@ -129,4 +131,9 @@ def register(app: typer.Typer) -> None:
         except (ConfigError, ValueError, FileNotFoundError) as e:
             fail(str(e))
         print((folder / "summary.md").read_text())
-        err.print(f"wrote {folder}/results.csv, summary.md, experiment.json, the plots and runs/")
+        wrote = f"{folder}/results.csv, summary.md, experiment.json, the plots and runs/"
+        if docs is not None:
+            from hrlsched.experiments.experiment import write_docs
+
+            wrote += f"; {write_docs(folder, docs, name)} and its plots"
+        err.print(f"wrote {wrote}")

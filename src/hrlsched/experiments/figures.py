@@ -268,6 +268,14 @@ def summary_markdown(exp: Any, rows: Sequence[dict[str, Any]], seeds: list[int],
                     _pm([r["lower_bound_avg_jct_s"] for r in g[(f.name, _policies(rows)[0], v)]], scale)
                     for v in vals) + " |")
             lines.append("")
+        if len(_policies(rows)) > 1 and "avg_jct_s" in exp.table_metrics:
+            lines += [f"Ranking by mean avg JCT (fastest first) at each {f.title}:", "", "| value | ranking |", "|---|---|"]
+            for v in vals:
+                means = {p: interval([r["avg_jct_s"] for r in g[(f.name, p, v)] if r["avg_jct_s"] is not None])[0]
+                         for p in _policies(rows)}
+                order = sorted((p for p in means if means[p] == means[p]), key=means.__getitem__)
+                lines.append(f"| {v} | {', '.join(order)} |")
+            lines.append("")
     if pngs:
         lines.append("Plots: " + ", ".join(pngs))
     return "\n".join(lines) + "\n"
