@@ -105,8 +105,8 @@ class Experiment:
     metrics: tuple[str, ...] = ("avg_jct_s",)  # the sweep plots' rows
     table_metrics: tuple[str, ...] = ("avg_jct_s", "p99_jct_s")  # summary.md's tables
     # the JCT and slowdown CDFs of ``main``: a readable few
-    cdf_policies: tuple[str, ...] = ("fifo", "srtf", "tiresias", "optimus+pack", "optimus-tuned", "gavel", "pollux",
-                                     "hrl", "dl2", "harmony")
+    cdf_policies: tuple[str, ...] = ("fifo", "srtf", "tiresias", "optimus", "optimus+pack", "optimus-tuned", "gavel",
+                                     "pollux", "hrl", "dl2", "harmony")
 
     def policy_list(self, quick: bool = False) -> list[str]:
         if quick and self.quick_policies is not None:
@@ -516,10 +516,15 @@ def write_docs(out: str | Path, docs: str | Path, name: str) -> Path:
     inv = meta["invocations"]
     wall = sum(i["wall_s"] for i in inv) / 60
     ran = [i for i in inv if i["runs_run"]]
-    times = f" over {len(ran)} invocations (an interrupted run resumed)" if len(ran) > 1 else ""
+    n_ran = sum(i["runs_run"] for i in ran)
+    if n_ran == meta["runs"]:
+        times = f"in {wall:.1f} minutes of wall time" + (
+            f" over {len(ran)} invocations (an interrupted run resumed)" if len(ran) > 1 else "")
+    else:  # some runs were made by an invocation that recorded no time
+        times = f"{n_ran} of them run by the invocations recorded here, in {wall:.1f} minutes of wall time"
     body = [f"{DOCS_MARK}{meta['command']} (below: its output, rewritten by that command) -->", "",
             f"Made by `{meta['command']}` (hrlsched {meta['version']}, {meta['workers']} workers): {meta['runs']} runs "
-            f"in {wall:.1f} minutes of wall time{times}.", "",
+            f"{times}.", "",
             summary.rsplit("Plots: ", 1)[0].rstrip(), ""]
     body += [f"![{png}]({png})\n" for png in pngs]
     return write_text(page, head + "\n".join(body))

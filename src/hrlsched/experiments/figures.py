@@ -24,6 +24,14 @@ LABELS = {"avg_jct_s": ("avg JCT (h)", HOUR), "p95_jct_s": ("p95 JCT (h)", HOUR)
           "lower_bound_avg_jct_s": ("lower bound (h)", HOUR)}
 
 
+def _finish(fig: Any, out: Path, name: str) -> str:
+    """Lay ``fig`` out, write it to ``out/name`` (whole) and close it; its name."""
+    fig.tight_layout()
+    _save(fig, out / name)
+    _plt().close(fig)
+    return name
+
+
 def _mark(info: str) -> str:
     """A policy's mark in legends and tables: ``(oracle)`` where it is given
     the truth, ``*`` where it reads the predicted work (the truth where the
@@ -70,8 +78,10 @@ def plot_sweep(exp: Any, rows: Sequence[dict[str, Any]], out: Path, factor: Any,
     cols = 2 if ref is not None else 1
     fig, axes = plt.subplots(len(metrics), cols, figsize=(5.2 * cols, 3.4 * len(metrics)), squeeze=False)
     info = {r["policy"]: r["information"] for r in rows if r["factor"] == factor.name}
+    n_seeds = len({r["seed"] for r in rows})
     for k, m in enumerate(metrics):
         label, scale = LABELS[m]
+        shown: list[list[float]] = [[], []]  # the means drawn, for the axes' ranges
         for i, p in enumerate(pols):
             st = _style(i)
             x = xs
@@ -81,28 +91,34 @@ def plot_sweep(exp: Any, rows: Sequence[dict[str, Any]], out: Path, factor: Any,
             ms = [interval([r[m] for r in g[(factor.name, p, v)] if r[m] is not None]) for v in vals]
             y = np.array([a for a, _ in ms]) / scale
             e = np.nan_to_num(np.array([h for _, h in ms]) / scale)
+            shown[0] += list(y)
             axes[k, 0].errorbar(x, y, yerr=e, marker="o", ms=3, lw=1, capsize=2, label=p + _mark(info.get(p, "")), **st)
             if cols == 2:
                 base = g[(factor.name, p, ref)]
                 rs = [_paired_ratio(g[(factor.name, p, v)], base, m) for v in vals]
+                shown[1] += [a for a, _ in rs]
                 axes[k, 1].errorbar(x, [a for a, _ in rs], yerr=np.nan_to_num([h for _, h in rs]), marker="o", ms=3,
                                     lw=1, capsize=2, **st)
         axes[k, 0].set_ylabel(label)
         if cols == 2:
             axes[k, 1].axhline(1.0, color="grey", lw=0.6)
-            axes[k, 1].set_ylabel(f"{label.split(' (')[0]} / at {factor.title} {ref}")
+            axes[k, 1].set_ylabel(f"{label.split(' (')[0]} / at {ref}")
+        for a, ys in zip(axes[k], shown):
+            # the range of the means: a few seeds' intervals (t with 1 degree of freedom is 12.7) would hide them
+            ys = [y for y in ys if y == y]
+            if ys:
+                lo, hi = min(ys), max(ys)
+                pad = 0.08 * (hi - lo) or 0.05 * abs(hi) or 0.05
+                a.set_ylim(lo - pad, hi + pad)
         for a in axes[k]:
             a.set_xlabel(factor.title)
             a.grid(alpha=0.3)
             if not numeric:
                 a.set_xticks(xs, [str(v) for v in vals])
     axes[0, 0].legend(fontsize=7, ncol=2)
-    fig.suptitle(f"{exp.name}: {factor.title} (mean ± 95% over seeds)", fontsize=10)
-    fig.tight_layout()
-    fname = f"{name or exp.name + '-' + factor.name}.png"
-    _save(fig, out / fname)
-    plt.close(fig)
-    return fname
+    fig.suptitle(f"{exp.name}: {factor.title} (mean over {n_seeds} seed{'s' if n_seeds > 1 else ''}, bars: 95% "
+                 "interval; right: each policy against itself at the reference, paired by seed)", fontsize=9)
+    return _finish(fig, out, f"{name or exp.name + '-' + factor.name}.png")
 
 
 def plot_table(exp: Any, rows: Sequence[dict[str, Any]], out: Path, factor: Any) -> str:
@@ -127,11 +143,7 @@ def plot_table(exp: Any, rows: Sequence[dict[str, Any]], out: Path, factor: Any)
     ax.set_xticks(range(len(vals)), [str(v) for v in vals], fontsize=8)
     ax.set_yticks(range(len(pols)), [p + _mark(info.get(p, "")) for p in pols], fontsize=7)
     ax.set_title(f"{exp.name}: average JCT over the best policy's, per {factor.title}", fontsize=9)
-    fig.tight_layout()
-    fname = f"{exp.name}-jct.png"
-    _save(fig, out / fname)
-    plt.close(fig)
-    return fname
+    return _finish(fig, out, f"{exp.name}-jct.png")
 
 
 def plot_jobs(exp: Any, jobs: dict[tuple[str, str | None], dict[str, list[Any]]], out: Path, setting: str,
@@ -162,10 +174,7 @@ def plot_jobs(exp: Any, jobs: dict[tuple[str, str | None], dict[str, list[Any]]]
         ax.set_title(f"{exp.name}, {setting}: per-job slowdown against the lower bound, first seed", fontsize=9)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
-        fig.tight_layout()
-        names.append(f"{exp.name}-slowdown.png")
-        _save(fig, out / names[1])
-        plt.close(fig)
+        names.append(_finish(fig, out, f"{exp.name}-slowdown.png"))
     return names
 
 
@@ -190,11 +199,7 @@ def plot_measures(exp: Any, rows: Sequence[dict[str, Any]], out: Path, factor: A
         axes[k].grid(alpha=0.3, axis="y")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{exp.name}: simulator wall time, decision latency and memory per policy", fontsize=10)
-    fig.tight_layout()
-    fname = f"{exp.name}-measures.png"
-    _save(fig, out / fname)
-    plt.close(fig)
-    return fname
+    return _finish(fig, out, f"{exp.name}-measures.png")
 
 
 def draw(exp: Any, rows: Sequence[dict[str, Any]], jobs: dict[tuple[str, str | None], dict[str, list[Any]]],
