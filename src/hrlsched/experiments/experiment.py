@@ -521,7 +521,8 @@ def write_docs(out: str | Path, docs: str | Path, name: str) -> Path:
         times = f"in {wall:.1f} minutes of wall time" + (
             f" over {len(ran)} invocations (an interrupted run resumed)" if len(ran) > 1 else "")
     else:  # some runs were made by an invocation that recorded no time
-        times = f"{n_ran} of them run by the invocations recorded here, in {wall:.1f} minutes of wall time"
+        times = (f"({n_ran} of them run by the invocations recorded here, in {wall:.1f} minutes of wall time; "
+                 "the others by an earlier one that recorded no time)")
     body = [f"{DOCS_MARK}{meta['command']} (below: its output, rewritten by that command) -->", "",
             f"Made by `{meta['command']}` (hrlsched {meta['version']}, {meta['workers']} workers): {meta['runs']} runs "
             f"{times}.", "",

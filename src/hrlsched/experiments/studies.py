@@ -43,7 +43,8 @@ def _interference(v: float) -> tuple[str, list[str]]:
 # A day of default's jobs at its offered load: 600 jobs over 24 h (diurnal arrivals see the whole cycle).
 DAY = ("workload.jobs=600", "workload.duration_h=24")
 
-# scale: GPUs and jobs at each size; `large`'s servers (8 GPUs) repeated, arrivals over 10 h (default's
+# scale: GPUs and jobs at each size (a run's time grows with the jobs, about 10x `default`'s per
+# 1,000 jobs in the quick run, whatever the GPUs); `large`'s servers (8 GPUs) repeated, arrivals over 10 h (default's
 # offered load per GPU on 1,024 GPUs, a quarter of it on 4,096). The heuristics and the agent (Pollux and
 # Gavel, whose searches grow with the cluster, are left to the sweeps).
 SIZES = {"256 GPUs, 1000 jobs": (256, 1000), "1024 GPUs, 1000 jobs": (1024, 1000),
@@ -100,7 +101,7 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
     Experiment(
         "arrivals", "Poisson, diurnal and bursty arrivals of the same jobs over the same day (the same offered load)",
         (Factor("arrivals", "arrival process", ("poisson", "diurnal", "bursty"), ("poisson", "diurnal", "bursty"),
-                lambda v: ("default", [*DAY, f"workload.arrivals={v}"]), reference="poisson", cost=lambda v: 3.0,
+                lambda v: ("default", [*DAY, f"workload.arrivals={v}"]), reference="poisson", cost=lambda v: 6.0,
                 categorical=True),),
         policies=REPRESENTATIVE, quick_policies=QUICK,
     ),
@@ -120,8 +121,9 @@ EXPERIMENTS: dict[str, Experiment] = {e.name: e for e in [
         "scale", "4,000 jobs on 1,024 and on 4,096 GPUs (quick: 1,000 jobs on 256 and 1,024): simulator wall time, "
         "decision latency and memory per policy",
         (Factor("size", "cluster and workload", tuple(SIZES)[2:], tuple(SIZES)[:2], lambda v: _scale(*SIZES[v]),
-                cost=lambda v: SIZES[v][1] / 200 * (1 + SIZES[v][0] / 1024), categorical=True),),
-        policies=SCALE_POLICIES, seeds=(0, 1, 2), quick_seeds=(0,), measure=True, plots=("measures",),
+                cost=lambda v: SIZES[v][1] / 100, categorical=True),),
+        # one seed: a study of time and memory, whose full size must fit 30 minutes on 2 cores
+        policies=SCALE_POLICIES, seeds=(0,), quick_seeds=(0,), measure=True, plots=("measures",),
         table_metrics=("wall_s", "decide_mean_ms", "decide_max_ms", "peak_rss_mb", "avg_jct_s"),
     ),
 ]}
