@@ -22,6 +22,11 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+# A setting added after runs were recorded: left out of a config's dump while at its default
+# (``dump_run_config``), so that every earlier run's config.yaml, which resumes compare, stays as it was.
+OMIT_DEFAULT: dict[str, Any] = {"omit_default": True}
+
+
 class SimSettings(Strict):
     round_s: float = Field(60.0, gt=0, description="scheduling interval")
     max_time_s: float = Field(90 * 86400.0, gt=0, description="stop the simulation at this time")
@@ -32,6 +37,12 @@ class SimSettings(Strict):
         "decision_every rounds; null: the scheduler's own (events for event-driven policies, else round)"
     )
     decision_every: int = Field(1, ge=1, description="rounds between decision points for decision_points: every")
+    restart_scale: float = Field(1.0, ge=0, description="factor on every restart (and launch) delay",
+                                 json_schema_extra=OMIT_DEFAULT)
+    max_restarts: int | None = Field(
+        None, ge=0, description="most restarts per job: a job that has had them keeps its placement, batch size, "
+        "architecture and mode until it finishes (jobs the decision put on its resources wait); null: no cap",
+        json_schema_extra=OMIT_DEFAULT)
 
 
 class PredictorSettings(Strict):
@@ -71,6 +82,15 @@ class SyntheticWorkload(Strict):
         0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (drawn arch/mode: their default)"
     )
     users: int = Field(8, gt=0)
+    arrivals: Literal["poisson", "diurnal", "bursty"] = Field(
+        "poisson", description="arrival process over duration_h (workload.generator): the same jobs and the same "
+        "window, so the same offered load", json_schema_extra=OMIT_DEFAULT)
+    diurnal_ratio: float = Field(9.0, ge=1, description="diurnal: peak/trough arrival rate (Helios: ~9)",
+                                 json_schema_extra=OMIT_DEFAULT)
+    start_hour: float = Field(0.0, ge=0, lt=24, description="diurnal: time of day at t = 0 (peak at 16:00)",
+                              json_schema_extra=OMIT_DEFAULT)
+    target_cv: float = Field(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)",
+                             json_schema_extra=OMIT_DEFAULT)
 
     @model_validator(mode="after")
     def _check(self) -> SyntheticWorkload:
@@ -289,8 +309,19 @@ def resolve_run_config(
     return parse_run_config(data, source)
 
 
+def _omit_defaults(model: BaseModel, data: dict[str, Any]) -> None:
+    """Drop from ``data`` (``model``'s dump) the OMIT_DEFAULT settings at their default, at any depth."""
+    for name, f in type(model).model_fields.items():
+        v = getattr(model, name)
+        if isinstance(v, BaseModel) and isinstance(data.get(name), dict):
+            _omit_defaults(v, data[name])
+        elif isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("omit_default") and v == f.default:
+            data.pop(name, None)
+
+
 def dump_run_config(cfg: RunConfig) -> dict[str, Any]:
     d = cfg.model_dump(mode="json")
     if d.get("checkpoint") is None:
         d.pop("checkpoint", None)  # only runs of the agent name one
+    _omit_defaults(cfg, d)
     return d

@@ -70,6 +70,8 @@ def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
         restart_on_first_start=cfg.sim.restart_on_first_start,
         decision_points=cfg.sim.decision_points,
         decision_every=cfg.sim.decision_every,
+        restart_scale=cfg.sim.restart_scale,
+        max_restarts=cfg.sim.max_restarts,
         predictor_noise=cfg.predictor.noise,
         work_noise=cfg.predictor.work_noise,
     )

@@ -220,6 +220,8 @@ def _parts(built: Any, search: BestRates) -> tuple[np.ndarray, np.ndarray, np.nd
     wait = np.maximum(admit - arrival, 0.0)
     if eng.restart_on_first_start:
         launch = np.array([perf.profile(j).restart_s if eng.restart_s is None else eng.restart_s for j in jobs])
+        if eng.restart_scale != 1.0:
+            launch = launch * eng.restart_scale
     else:
         launch = np.zeros(len(jobs))
     run = np.array([search.floor_run_s(j) for j in jobs], dtype=float)

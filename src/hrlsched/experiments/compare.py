@@ -7,7 +7,7 @@ import csv
 import io
 import json
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,48 @@ def run_dir(out: Path, label: str, seed: int) -> Path:
     return out / "runs" / label.replace("+", "_") / f"seed{seed}"
 
 
+def parallel(fn: Callable[[Any], Any], items: list[Any], workers: int, fresh: bool = False) -> Iterator[tuple[int, Any]]:
+    """``(index, fn(item))`` of each item as it finishes, on ``workers``
+    processes (in this one where ``workers`` is 1). ``fresh``: a new process
+    per item (its peak memory its own). Ctrl-C, or the caller stopping early,
+    ends the pool's processes and drops the items not started."""
+    if workers <= 1 and not fresh:
+        for i, it in enumerate(items):
+            yield i, fn(it)
+        return
+    kw: dict[str, Any] = {}
+    if fresh:
+        import multiprocessing
+
+        kw = {"max_tasks_per_child": 1, "mp_context": multiprocessing.get_context("spawn")}
+    pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint, **kw)
+    try:
+        futs = {pool.submit(fn, it): i for i, it in enumerate(items)}
+        for f in as_completed(futs):
+            yield futs[f], f.result()
+    except BaseException:
+        # Stop now: drop queued items and end the running ones (a run
+        # writes its files only when they are whole, so none is left half).
+        procs = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in procs:
+            proc.terminate()
+        for proc in procs:
+            proc.join(timeout=5)
+        # Let the pool's manager thread see its dead workers and close its wakeup pipe
+        # before the interpreter exits: else concurrent.futures' exit hook may write to
+        # the pipe as it closes and print an OSError traceback (CPython 3.11).
+        manager = getattr(pool, "_executor_manager_thread", None)
+        if manager is not None:
+            manager.join(timeout=5)
+        raise
+    pool.shutdown()
+
+
+def _run_item(item: tuple[str, str]) -> tuple[str, int, dict[str, Any]]:
+    return _run_one(*item)
+
+
 def run_all(
     runs: list[tuple[str, RunConfig]],
     out: Path,
@@ -100,38 +142,10 @@ def run_all(
     if progress:
         progress(len(results), total)
     try:
-        if workers <= 1:
-            for label, cj, o in todo:
-                _, s, summ = _run_one(cj, o)
-                results[(label, s)] = summ
-                if progress:
-                    progress(len(results), total)
-        else:
-            pool = ProcessPoolExecutor(max_workers=workers, initializer=_ignore_sigint)
-            try:
-                futs = {pool.submit(_run_one, cj, o): label for label, cj, o in todo}
-                for f in as_completed(futs):
-                    _, s, summ = f.result()
-                    results[(futs[f], s)] = summ
-                    if progress:
-                        progress(len(results), total)
-            except BaseException:
-                # Stop now: drop queued runs and end the running ones (a run
-                # writes its directory only when it is whole, so none is left half).
-                procs = list((getattr(pool, "_processes", None) or {}).values())
-                pool.shutdown(wait=False, cancel_futures=True)
-                for proc in procs:
-                    proc.terminate()
-                for proc in procs:
-                    proc.join(timeout=5)
-                # Let the pool's manager thread see its dead workers and close its wakeup pipe
-                # before the interpreter exits: else concurrent.futures' exit hook may write to
-                # the pipe as it closes and print an OSError traceback (CPython 3.11).
-                manager = getattr(pool, "_executor_manager_thread", None)
-                if manager is not None:
-                    manager.join(timeout=5)
-                raise
-            pool.shutdown()
+        for k, (_, s, summ) in parallel(_run_item, [(cj, o) for _, cj, o in todo], workers):
+            results[(todo[k][0], s)] = summ
+            if progress:
+                progress(len(results), total)
     except KeyboardInterrupt:
         # Count what is on disk: a run may have finished after its last report.
         done = sum(finished_run(c, run_dir(out, label, c.seed)) is not None for label, c in runs)

@@ -20,9 +20,17 @@ __all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "d
            "harmony_allocation", "hint_of", "load", "save", "score_with", "shipped_checkpoint"]
 
 
-def shipped_checkpoint() -> Path:
-    """The agent's checkpoint shipped in the package."""
-    return shipped(SHIPPED)
+def shipped_checkpoint(policy: str = "hrl") -> Path:
+    """The checkpoint shipped in the package of the agent (``hrl``) or of a
+    rival (``dl2``, ``harmony``)."""
+    if policy == "hrl":
+        return shipped(SHIPPED)
+    from hrlsched.rivals import dl2, harmony
+
+    kinds = {"dl2": dl2.CHECKPOINTS, "harmony": harmony.CHECKPOINTS}
+    if policy not in kinds:
+        raise ValueError(f"policy {policy!r}: expected a learned policy (hrl, dl2, harmony)")
+    return shipped(kinds[policy].shipped)
 
 
 def score_with(sched: HRLScheduler, scorer: Any) -> None:

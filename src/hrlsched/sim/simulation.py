@@ -30,7 +30,7 @@ from __future__ import annotations
 import copy
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -66,6 +66,8 @@ class EngineConfig:
     decision_every: int = 1  # rounds between decision points, for "every"
     predictor_noise: float = 0.0
     work_noise: float = 0.0
+    restart_scale: float = 1.0  # factor on every restart (and launch) delay
+    max_restarts: int | None = None  # most restarts per job (``Simulation._hold_capped``); None: no cap
 
     def __post_init__(self) -> None:
         if self.decision_points not in (None, "round", "events", "every"):
@@ -76,6 +78,11 @@ class EngineConfig:
             raise ValueError(f"decision_every: expected a positive number of rounds, got {self.decision_every}")
         if self.predictor_noise < 0 or self.work_noise < 0:
             raise ValueError("predictor_noise, work_noise: expected >= 0")
+        if not self.restart_scale >= 0:
+            raise ValueError(f"restart_scale: expected a factor >= 0, got {self.restart_scale}")
+        if self.max_restarts is not None and (isinstance(self.max_restarts, bool) or int(self.max_restarts) != self.max_restarts
+                                              or self.max_restarts < 0):
+            raise ValueError(f"max_restarts: expected a whole number >= 0 or None, got {self.max_restarts!r}")
 
 
 @dataclass
@@ -163,6 +170,8 @@ class Simulation:
         self.restart_cost = np.array(
             [p.restart_s if cfg.restart_s is None else cfg.restart_s for p in profiles], dtype=float
         )
+        if cfg.restart_scale != 1.0:
+            self.restart_cost *= cfg.restart_scale
         self.res = Resources(
             np.array([p.worker_cores for p in profiles]), np.array([p.worker_mem_gb for p in profiles]),
             np.array([p.ps_cores for p in profiles]), np.array([p.ps_mem_gb for p in profiles]),
@@ -251,6 +260,8 @@ class Simulation:
         t0 = st.time_s
         out = StepResult(view=None, done=False, time_s=t0, elapsed_s=0.0, job_seconds=st.pending_job_s)
         st.pending_job_s = 0.0
+        if self.cfg.max_restarts is not None:
+            decision = self._hold_capped(decision)
         just_set = self._apply(decision, out.restarts)
         self._advance(just_set, out)
         out.view = self._to_decision_point(out)
@@ -393,6 +404,66 @@ class Simulation:
         if j is None:
             j = self._variants[key] = effective_job(self.jobs[i], arch, mode)
         return j
+
+    def _hold_capped(self, decision: Decision) -> Decision:
+        """``decision`` where every running job that has had ``max_restarts``
+        restarts keeps what it runs with (placement, batch size, architecture,
+        mode): the cluster refuses to restart it again. Jobs the decision put
+        where such a job stays wait instead, taken in this order until one does
+        not fit: those kept where they ran (they ran beside it), then the
+        others as the decision names them. A placement that is not one, or
+        out of range, is left for ``check_decision`` to name."""
+        if not isinstance(decision, Decision):
+            return decision
+        st, cap = self.state, self.cfg.max_restarts
+        capped = [i for i in st.running if st.restarts[i] >= cap]  # type: ignore[operator]
+        pinned = []
+        def kept(jid: int) -> bool:  # the job runs and the decision leaves its placement as it is
+            old = st.running.get(self.index.get(jid, -1))
+            new = decision.placements.get(jid)
+            return old is not None and (new is old or (isinstance(new, Placement) and new.canonical() == old))
+
+        for i in capped:
+            jid, cur = self.jobs[i].job_id, st.jobs[i]
+            rebatch = decision.batch_sizes.get(jid, st.batch[i]) != st.batch[i]
+            rechosen = decision.arch.get(jid, cur.arch) != cur.arch or decision.mode.get(jid, cur.mode) != cur.mode
+            if not kept(jid) or rebatch or rechosen:
+                pinned.append(i)
+        if not pinned:
+            return decision
+        topo, held = self.topo, {self.jobs[i].job_id: st.running[i] for i in capped}
+        tasks, cores, mem = np.zeros(topo.n_gpus, dtype=np.int64), np.zeros(topo.n_servers), np.zeros(topo.n_servers)
+        for jid, pl in held.items():
+            add_tasks(tasks, cores, mem, topo, self.res, self.index[jid], pl, 1)
+        placements = dict(held)
+        others = [jid for jid in decision.placements if jid not in held]
+        # jobs kept where they ran first: they ran beside the held jobs
+        others.sort(key=lambda jid: not kept(jid))
+        for jid in others:
+            pl, i = decision.placements[jid], self.index.get(jid)
+            if i is None or not isinstance(pl, Placement) or not self._in_range(pl):
+                placements[jid] = pl
+                continue
+            add_tasks(tasks, cores, mem, topo, self.res, i, pl, 1)
+            servers = topo.gpu_server[list(pl.gpus)]
+            if pl.ps_sockets:
+                servers = np.concatenate([servers, topo.socket_server[list(pl.ps_sockets)]])
+            if (tasks[list(pl.gpus)].max() > self.max_tasks_per_gpu or (cores[servers] > topo.server_cores[servers] + 1e-9).any()
+                    or (mem[servers] > topo.server_mem_gb[servers] + 1e-9).any()):
+                add_tasks(tasks, cores, mem, topo, self.res, i, pl, -1)  # it waits
+                continue
+            placements[jid] = pl
+        return replace(
+            decision, placements=placements,
+            batch_sizes={j: b for j, b in decision.batch_sizes.items() if j in placements and j not in held},
+            arch={j: a for j, a in decision.arch.items() if j not in held},
+            mode={j: m for j, m in decision.mode.items() if j not in held},
+        )
+
+    def _in_range(self, pl: Placement) -> bool:
+        t = self.topo
+        return (bool(pl.gpus) and min(pl.gpus) >= 0 and max(pl.gpus) < t.n_gpus
+                and (not pl.ps_sockets or (min(pl.ps_sockets) >= 0 and max(pl.ps_sockets) < t.n_sockets)))
 
     def _apply(self, decision: Decision, restarted: list[int]) -> bool:
         """Check and apply a decision; True if speeds were recomputed."""

@@ -1,4 +1,6 @@
-"""The synthetic workload of built-in scenarios: Poisson arrivals, GPU counts
+"""The synthetic workload of built-in scenarios: Poisson arrivals (or, with
+``arrivals``, diurnal or bursty ones over the same window: the same jobs at
+the same offered load, ``workload.generator.arrival_times``), GPU counts
 from a categorical distribution, log-normal (heavy-tailed) durations, models
 drawn from the catalogue. A job's work is set so that, alone at its requested
 GPUs and placed well, it runs for its drawn duration.
@@ -19,6 +21,7 @@ import numpy as np
 from hrlsched.core.catalogue import DL2_MODELS
 from hrlsched.core.job import Job
 from hrlsched.core.sizing import WorkSizer
+from hrlsched.workload.generator import arrival_times
 
 if TYPE_CHECKING:
     from hrlsched.config import SyntheticWorkload
@@ -60,6 +63,11 @@ def generate_synthetic(cfg: SyntheticWorkload, sizer: WorkSizer, rng: np.random.
     asyn = rng.random(n) < cfg.async_fraction
     users = rng.integers(0, cfg.users, size=n)
     is_open = open_jobs(n, cfg.open_fraction, rng)
+    if cfg.arrivals != "poisson":
+        # The same jobs as under Poisson (every draw above made as it was), arriving by the process,
+        # from a stream of its own spawned after open_jobs' (spawning advances no draw).
+        arrivals = arrival_times(cfg.arrivals, n, cfg.duration_h * 3600.0, rng.spawn(1)[0],
+                                 diurnal_ratio=cfg.diurnal_ratio, start_hour=cfg.start_hour, target_cv=cfg.target_cv)
     jobs = []
     for i in range(n):
         model = models[model_idx[i]]
