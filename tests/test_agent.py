@@ -568,3 +568,29 @@ def test_rollouts_keep_the_log_probabilities_of_what_they_store_and_the_value_th
     np.testing.assert_allclose(adv, [0.5 + 0.25 + 2 * 3.0 - 2 * 1.0, 0.25 + 2 * 3.0 - 2 * 2.0])
     t.terminated = True
     np.testing.assert_allclose(gae(t, np.array([0.5, 0.25]), 2.0, 1.0, 1.0), [0.75 - 2.0, 0.25 - 4.0])
+
+
+def test_training_from_the_shipped_file_keeps_its_network_and_whole_hint(tmp_path: Path) -> None:
+    """``train --init`` from the shipped agent: its network's shape (narrower
+    than ``NetConfig``'s defaults) and every setting of its hint, the
+    decision point's ``window``, ``recheck_s`` and ``reserve_running``
+    included, reach the rollouts' environments and the checkpoints written."""
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED
+
+    shipped = ckpt.load(shipped_checkpoint(SHIPPED))
+    hint = ckpt.hint_of(shipped)
+    assert (hint.window, hint.recheck_s, hint.reserve_running) != ("arrival", None, True)  # not the defaults
+    cfg = TrainConfig(overrides=TINY, max_jobs=16, train_seeds=[1000], valid_seeds=[100], minutes=None, steps=10,
+                      workers=0, bc_episodes=0)
+    tr = Trainer(cfg, tmp_path, init=str(shipped_checkpoint(SHIPPED)), log=lambda s: None)
+    assert all(torch.equal(v, shipped["state_dict"][k]) for k, v in tr.net.state_dict().items())
+    env = make_env("allocate", 1000, cfg.env_kwargs())
+    env.reset(seed=0)
+    assert (env.dp.window, env.dp.recheck_s, env.dp.reserve_running) == (hint.window, hint.recheck_s,
+                                                                         hint.reserve_running)
+    tr.save()
+    assert ckpt.hint_of(ckpt.load(tmp_path / "last.pt")) == hint
+    with pytest.raises(ValueError, match="net.d: the --init checkpoint's network has d=32"):
+        Trainer(dataclasses.replace(cfg, net=SMALL_NET.to_dict()), tmp_path / "b",
+                init=str(shipped_checkpoint(SHIPPED)), log=lambda s: None)

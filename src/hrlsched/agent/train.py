@@ -162,6 +162,20 @@ def gae(tr: Trajectory, rewards: np.ndarray, scale: float, gamma: float, lam: fl
     return returns.gae(rewards, v, np.append(v[1:], last), gamma, lam)
 
 
+def init_net(net: dict[str, Any], init: dict[str, Any]) -> dict[str, Any]:
+    """The network settings of a run started from weights whose network is
+    ``init`` (``--init``): its shape, since the weights only fit that (the
+    shipped agent is narrower than ``NetConfig``'s defaults); ``net``, the
+    run's setting, may only repeat it (left at the defaults, it is replaced)."""
+    default = NetConfig().to_dict()
+    shape = ("d", "heads", "job_layers", "hidden", "static_point")
+    for k in shape:
+        if net.get(k, default[k]) not in (default[k], init.get(k, default[k])):
+            raise ValueError(f"net.{k}: the --init checkpoint's network has {k}={init.get(k, default[k])!r}, "
+                             f"got {net[k]!r} (leave net unset to take the checkpoint's)")
+    return {**net, **{k: init.get(k, default[k]) for k in shape}}  # (the rule weights follow the hint)
+
+
 # ---------------------------------------------------------------- the loop
 class Trainer:
     def __init__(self, cfg: TrainConfig, out: Path, init: str | None = None, resume: bool = False,
@@ -171,6 +185,8 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
         init_ck = ckpt.load(init) if init is not None and not resume else None
+        if init_ck is not None:
+            cfg.net = init_net(cfg.net, init_ck["net"]["net"])
         if cfg.hint is None and init_ck is not None and init_ck["part"] != "place" and cfg.level != "2":
             cfg.hint = ckpt.hint_of(init_ck).text()  # the initial weights' hint, rules and all (config.yaml)
         hint = cfg.hint_config()
