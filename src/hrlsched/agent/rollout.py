@@ -13,6 +13,7 @@ and masks as bool, to keep long episodes in memory.
 
 from __future__ import annotations
 
+import math
 import multiprocessing as mp
 import os
 from collections.abc import Sequence
@@ -23,9 +24,13 @@ import numpy as np
 import torch
 
 from hrlsched.agent.checkpoint import env_args
+from hrlsched.agent.common.mlp import NumpyMLP
+from hrlsched.agent.policy import CandidateScorer
+from hrlsched.envs.features import DYN_COLUMNS
 
 ENV_IDS = {"allocate": "hrlsched/Allocation-v0", "place": "hrlsched/Placement-v0", "all": "hrlsched/Hierarchical-v0"}
 INT_KEYS = ("gpu_groups",)
+_DYN = list(DYN_COLUMNS)
 BOOL_KEYS = ("job_mask", "gpu_mask", "socket_mask", "link_mask", "current_job", "action_mask")
 
 
@@ -41,7 +46,8 @@ class RolloutSpec:
     teacher: str = "optimus"
     record: bool = True  # keep observations (False: only the returns and JCT, for evaluation)
     label: bool = False  # also record the teacher's action at each step (behaviour cloning, diagnostics)
-    torch_seed: int = 0
+    torch_seed: int = 0  # of the sampling
+    values: bool = True  # each step's value (GAE reads them; Decima's baseline does not)
 
 
 @dataclass
@@ -56,6 +62,11 @@ class Trajectory:
     workload_seed: int = 0
     episode_seed: int = 0
     terminated: bool = False
+    # each step's decision point (0, 1, ... in the episode); with ``point_obs``, its row there
+    points: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    # what a static network encodes, once per decision point (``nets.ENCODER_KEYS``; ``obs`` then
+    # holds only each step's own rows); empty: ``obs`` holds whole observations
+    point_obs: dict[str, np.ndarray] = field(default_factory=dict)
     # a truncated episode's value of the state it was cut at (V(s_T), what GAE bootstraps from)
     last_value: float = 0.0
     job_seconds: float = 0.0
@@ -121,21 +132,91 @@ def _store(o: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
-def _value(net: Any, o: dict[str, np.ndarray], part: str) -> float:
-    """The value head on one observation, as stored."""
+def _value(net: Any, o: dict[str, np.ndarray], part: str, stored: bool) -> float:
+    """The value head on one observation, as stored (``stored``: as float16)."""
     with torch.inference_mode():
-        _, value = net(to_tensors(_store(o)), part=part)
+        _, value = net(to_tensors(_store(o) if stored else o), part=part)
     return float(value.reshape(-1)[0])
 
 
+class StepScorer(CandidateScorer):
+    """What a rollout of a static level-1 network acts with: the ``hrl``
+    policy's numpy scorer (``agent.policy.CandidateScorer``: the point's
+    encoding once, then each job's valid slots, without torch's per-call
+    overhead on a handful of rows), on the rows of the step's observation,
+    plus the value head in numpy."""
+
+    def __init__(self, net: Any) -> None:
+        super().__init__(net)
+        self._g2, self._b2 = self.glob[1]
+        self._value = NumpyMLP(net.value)
+        self._hj: np.ndarray | None = None
+
+    def encode(self, net: Any, point_obs: dict[str, np.ndarray]) -> None:
+        """A new decision point: ``HRLNet.encode`` of its observation (the
+        inputs it reads, ``ENCODER_KEYS``), without the padded job rows (as
+        the ``hrl`` policy: attention without a mask, the same up to float
+        rounding), through ``point``."""
+        n = max(int(point_obs["job_mask"].sum()), 1)
+        with torch.inference_mode():
+            enc = net.encode(to_tensors({**point_obs, "jobs": point_obs["jobs"][:n],
+                                         "job_mask": point_obs["job_mask"][:n]}))
+        self._hj = enc["hj"][0].numpy()  # (the valid jobs' rows: the current job is among them)
+        self.point(self._hj, enc["pooled"][0].numpy())
+
+    def choose(self, o: dict[str, np.ndarray], greedy: bool, rng: np.random.Generator,
+               value: bool) -> tuple[int, float, float]:
+        """The action for observation ``o`` (``encode`` its point first):
+        sampled (or the first most probable), its log-probability and, with
+        ``value``, the value head's value (else 0)."""
+        ix = np.flatnonzero(o["action_mask"])
+        k = int(o["current_job"].argmax())
+        base = o["candidates"][ix]  # (a copy) the valid slots' rows, split as ``allocation_rows`` does
+        dyn = base[:, _DYN]
+        base[:, _DYN] = 0.0
+        c, logp = _sample(self.score(k, o["cluster"], o["context"], base, dyn, ix), greedy, rng)
+        return int(ix[c]), logp, self.value(k, o["cluster"], o["context"]) if value else 0.0
+
+    def value(self, k: int, cluster: np.ndarray, context: np.ndarray) -> float:
+        """``HRLNet.heads``' value for job ``k``'s choice (``encode`` first)."""
+        assert self._pj is not None and self._hj is not None, "StepScorer: encode() first"
+        z = np.concatenate((cluster, context)).dot(self._g_cc)
+        z += self._pj[k]
+        np.maximum(z, 0.0, out=z)
+        g = z.dot(self._g2) + self._b2
+        return float(self._value(np.concatenate((g, self._hj[k])))[0])
+
+
+def _sample(logits: np.ndarray, greedy: bool, rng: np.random.Generator) -> tuple[int, float]:
+    """An index into ``logits`` (greedy: the first largest) and its
+    log-probability under their softmax (float64, then as torch's float32
+    ``log_softmax`` to rounding)."""
+    z = logits.astype(np.float64)
+    z -= z.max()
+    c = np.cumsum(np.exp(z))
+    total = float(c[-1])
+    j = int(logits.argmax()) if greedy else min(int(c.searchsorted(rng.random() * total, "right")), len(c) - 1)
+    return j, float(z[j]) - math.log(total)
+
+
 def run(spec: RolloutSpec) -> list[Trajectory]:
-    """Run ``spec``'s episodes in lockstep; returns one trajectory each."""
+    """Run ``spec``'s episodes in lockstep; returns one trajectory each.
+
+    A static level-1 network (``HRLNet.static``) acts with ``StepScorer``,
+    one environment at a time: it encodes each decision point once, and
+    the trajectory keeps what the encoding reads once per point
+    (``Trajectory.point_obs``) and each step's own rows (``obs``), all as
+    the environment gave them (float32: no rounding between what the
+    rollout acted on and what the update recomputes). Another network
+    scores the live environments in one batched forward pass per step, on
+    their observations as stored (float16), which the update replays."""
     from hrlsched.agent.common.distributions import MaskedCategorical
     from hrlsched.agent.experts import Teacher
-    from hrlsched.agent.nets import HRLNet, NetConfig
+    from hrlsched.agent.nets import ENCODER_KEYS, HRLNet, NetConfig
 
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(int(spec.torch_seed))
+    rng = np.random.default_rng(int(spec.torch_seed))
     net = None
     if spec.act != "teacher":
         assert spec.net_config is not None and spec.state_dict is not None
@@ -145,10 +226,8 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         net.eval()
     envs = cached_envs(spec.part, spec.workload_seed, spec.env_kwargs, len(spec.episode_seeds))
     teachers = [Teacher(spec.teacher) for _ in envs]
-    # A static level-1 network encodes each decision point once (``HRLNet.encode``)
-    cached = net is not None and net.static and spec.part == "allocate"
-    encs: list[dict[str, torch.Tensor] | None] = [None] * len(envs)
-    points = [-1] * len(envs)
+    by_point = net is not None and net.static and spec.part == "allocate"
+    scorers = [StepScorer(net) for _ in envs] if by_point else []
     obs, live, bufs = [], [], []
     trajs = [Trajectory(workload_seed=spec.workload_seed, episode_seed=int(s)) for s in spec.episode_seeds]
     for env, s, te in zip(envs, spec.episode_seeds, teachers):
@@ -156,27 +235,30 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         te.reset(env)
         obs.append(o)
         live.append(True)
-        bufs.append({"obs": [], "a": [], "logp": [], "v": [], "r": [], "t": [], "teacher": []})
+        bufs.append({"obs": [], "points": [], "point_obs": [], "a": [], "logp": [], "v": [], "r": [], "t": [],
+                     "teacher": [], "seen": -1})
     while any(live):
         idx = [i for i, ok in enumerate(live) if ok]
         tacts = [teachers[i].action(envs[i]) for i in idx] if spec.act == "teacher" or spec.label else None
-        if net is not None:
+        stored: list[dict[str, np.ndarray]] = []
+        if by_point:
+            assert net is not None
+            a, logp, value = np.zeros(len(idx), dtype=np.int64), np.zeros(len(idx)), np.zeros(len(idx))
+            for j, i in enumerate(idx):
+                o, dp, b = obs[i], envs[i].dp, bufs[i]
+                if dp.decisions != b["seen"]:  # a new decision point: keep and encode what the encoding reads
+                    b["seen"] = dp.decisions
+                    b["point_obs"].append({k: o[k] for k in ENCODER_KEYS})
+                    scorers[i].encode(net, b["point_obs"][-1])
+                a[j], logp[j], value[j] = scorers[i].choose(o, spec.act == "greedy", rng, spec.values)
+                stored.append({k: v for k, v in o.items() if k not in ENCODER_KEYS})
+        elif net is not None:
             with torch.inference_mode():
                 # the observations as stored (float16): the update recomputes the log-probabilities on
                 # those, so the ratio of new to old policy starts at 1
                 stored = [_store(obs[i]) for i in idx]
                 batch = to_tensors({k: np.stack([o[k] for o in stored]) for k in stored[0]}, batch=False)
-                if cached:
-                    fresh = [j for j, i in enumerate(idx) if envs[i].dp.decisions != points[i]]
-                    if fresh:
-                        e = net.encode({k: v[fresh] for k, v in batch.items()})
-                        for n, j in enumerate(fresh):
-                            encs[idx[j]] = {k: v[n:n + 1] for k, v in e.items()}
-                            points[idx[j]] = envs[idx[j]].dp.decisions
-                    enc = {k: torch.cat([encs[i][k] for i in idx]) for k in encs[idx[0]]}  # type: ignore[index]
-                    logits, value = net.heads(batch, enc, part=spec.part)
-                else:
-                    logits, value = net(batch, part=spec.part)
+                logits, value = net(batch, part=spec.part)
                 dist = MaskedCategorical(logits, batch["action_mask"].bool())
                 a = dist.greedy() if spec.act == "greedy" else dist.sample(gen)
                 logp = dist.log_prob(a).numpy()
@@ -191,6 +273,7 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
             if spec.record:
                 b["obs"].append(stored[j] if net is not None else _store(obs[i]))
                 b["teacher"].append(tacts[j] if tacts is not None else -1)
+            b["points"].append(env.dp.decisions)
             b["a"].append(int(a[j]))
             b["logp"].append(float(logp[j]))
             b["v"].append(float(value[j]))
@@ -203,7 +286,7 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
                 tj = trajs[i]
                 tj.terminated = bool(te)
                 if tr and not te and net is not None:
-                    tj.last_value = _value(net, o, spec.part)
+                    tj.last_value = _value(net, o, spec.part, stored=not by_point)
                 tj.job_seconds = float(info["job_seconds"])
                 # jobs that arrived (all of them when the workload is done)
                 tj.jobs = len(env._sim.jobs) if te else int(env._sim.state.next_arrival)
@@ -215,8 +298,13 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         tj.rewards = np.asarray(b["r"], dtype=np.float32)
         tj.times = np.asarray(b["t"])
         tj.teacher = np.asarray(b["teacher"], dtype=np.int64)
+        # each step's decision point, numbered from 0 in the episode (``point_obs``' rows when kept)
+        pts = np.asarray(b["points"], dtype=np.int64)
+        tj.points = (np.cumsum(np.diff(pts, prepend=pts[:1]) != 0) if pts.size else pts).astype(np.int32)
         if spec.record and b["obs"]:
             tj.obs = {k: np.stack([o[k] for o in b["obs"]]) for k in b["obs"][0]}
+            if b["point_obs"]:
+                tj.point_obs = {k: np.stack([o[k] for o in b["point_obs"]]) for k in b["point_obs"][0]}
     return trajs
 
 
