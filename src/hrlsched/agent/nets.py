@@ -230,7 +230,12 @@ class HRLNet(nn.Module):
             raise ValueError("forward_by_point: the network's encoding is not static (it places, or static_point "
                              "is off): encode each step")
         enc = self.encode(point_obs)
-        return self.heads(obs, {k: v[point] for k, v in enc.items()}, part, valid)
+        # each step's current job's embedding alone (the one row ``heads`` reads of the jobs'), not the point's
+        # every job, GPU and socket copied to each step
+        cur = obs["current_job"].bool()
+        hj = enc["hj"][point, cur.to(torch.int64).argmax(1)].unsqueeze(1)
+        return self.heads({**obs, "current_job": cur.any(1, keepdim=True)}, {"hj": hj, "pooled": enc["pooled"][point]},
+                          part, valid)
 
     def encode(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
         """Embeddings of the jobs, GPUs, sockets and links, and their pools."""
@@ -262,7 +267,7 @@ class HRLNet(nn.Module):
         current job, candidates). ``valid`` (B, actions; training's masks):
         score only the candidate slots it allows (a fifth of them, typically),
         the others' logits -inf, as the masked distribution makes them."""
-        hj, hg, hs = enc["hj"], enc["hg"], enc["hs"]
+        hj = enc["hj"]
         cur = (hj * obs["current_job"].unsqueeze(-1).to(hj.dtype)).sum(1)
         g = self.glob(torch.cat([obs["cluster"], obs["context"], enc["pooled"].expand(cur.shape[0], -1), cur], -1))
         gc = torch.cat([g, cur], -1)
@@ -281,6 +286,7 @@ class HRLNet(nn.Module):
                 score = score + self.bonus * c[..., GAP_COLUMNS[2]]
             parts.append(score)
         if self.places and part != "allocate":
+            hg, hs = enc["hg"], enc["hs"]
             G, S = hg.shape[1], hs.shape[1]
             parts.append(self.gpu_head(torch.cat([hg, gc.unsqueeze(1).expand(-1, G, -1)], -1)).squeeze(-1))
             parts.append(self.sock_head(torch.cat([hs, gc.unsqueeze(1).expand(-1, S, -1)], -1)).squeeze(-1))

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 import multiprocessing as mp
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -152,17 +152,20 @@ class StepScorer(CandidateScorer):
         self._value = NumpyMLP(net.value)
         self._hj: np.ndarray | None = None
 
-    def encode(self, net: Any, point_obs: dict[str, np.ndarray]) -> None:
-        """A new decision point: ``HRLNet.encode`` of its observation (the
-        inputs it reads, ``ENCODER_KEYS``), without the padded job rows (as
-        the ``hrl`` policy: attention without a mask, the same up to float
-        rounding), through ``point``."""
-        n = max(int(point_obs["job_mask"].sum()), 1)
+    @staticmethod
+    def encode(net: Any, scorers: list[StepScorer], points: list[dict[str, np.ndarray]]) -> None:
+        """New decision points, one per scorer: ``HRLNet.encode`` of their
+        observations (the inputs it reads, ``ENCODER_KEYS``) in one batch,
+        without the job rows that are padding in all of them (the same up to
+        float rounding), through each scorer's ``point``."""
+        n = max(max(int(p["job_mask"].sum()) for p in points), 1)
+        batch = {k: np.stack([p[k] for p in points]) for k in points[0]}
+        batch["jobs"], batch["job_mask"] = batch["jobs"][:, :n], batch["job_mask"][:, :n]
         with torch.inference_mode():
-            enc = net.encode(to_tensors({**point_obs, "jobs": point_obs["jobs"][:n],
-                                         "job_mask": point_obs["job_mask"][:n]}))
-        self._hj = enc["hj"][0].numpy()  # (the valid jobs' rows: the current job is among them)
-        self.point(self._hj, enc["pooled"][0].numpy())
+            enc = net.encode(to_tensors(batch, batch=False))
+        for sc, hj, pooled in zip(scorers, enc["hj"].numpy(), enc["pooled"].numpy()):
+            sc._hj = hj
+            sc.point(hj, pooled)
 
     def choose(self, o: dict[str, np.ndarray], greedy: bool, rng: np.random.Generator,
                value: bool) -> tuple[int, float, float]:
@@ -199,24 +202,77 @@ def _sample(logits: np.ndarray, greedy: bool, rng: np.random.Generator) -> tuple
     return j, float(z[j]) - math.log(total)
 
 
-def run(spec: RolloutSpec) -> list[Trajectory]:
-    """Run ``spec``'s episodes in lockstep; returns one trajectory each.
+class Episode:
+    """One environment's episode as a rollout records it."""
 
-    A static level-1 network (``HRLNet.static``) acts with ``StepScorer``,
-    one environment at a time: it encodes each decision point once, and
-    the trajectory keeps what the encoding reads once per point
-    (``Trajectory.point_obs``) and each step's own rows (``obs``), all as
-    the environment gave them (float32: no rounding between what the
-    rollout acted on and what the update recomputes). Another network
-    scores the live environments in one batched forward pass per step, on
-    their observations as stored (float16), which the update replays."""
-    from hrlsched.agent.common.distributions import MaskedCategorical
+    def __init__(self, env: Any, seed: int, spec: RolloutSpec, teacher: Any,
+                 last_value: Callable[[dict[str, np.ndarray]], float] | None) -> None:
+        self.env, self.teacher, self.record, self.last_value = env, teacher, spec.record, last_value
+        self.obs, _ = env.reset(seed=int(seed))
+        teacher.reset(env)
+        self.traj = Trajectory(workload_seed=spec.workload_seed, episode_seed=int(seed))
+        self.live = True
+        self.steps: list[dict[str, np.ndarray]] = []
+        self.point_obs: list[dict[str, np.ndarray]] = []
+        self.cols: dict[str, list] = {k: [] for k in ("point", "a", "logp", "v", "r", "t", "teacher")}
+
+    def step(self, a: int, logp: float, value: float, stored: dict[str, np.ndarray] | None, label: int) -> None:
+        """Record the step (the observation as ``stored``) and take action ``a``."""
+        env, c = self.env, self.cols
+        if self.record:
+            self.steps.append(stored if stored is not None else _store(self.obs))
+            c["teacher"].append(label)
+        c["point"].append(env.dp.decisions)
+        c["a"].append(int(a))
+        c["logp"].append(float(logp))
+        c["v"].append(float(value))
+        c["t"].append(float(env._view.time_s) if env._view is not None else 0.0)
+        self.obs, r, te, tr, info = env.step(int(a))
+        c["r"].append(float(r))
+        if te or tr:
+            self.live = False
+            tj = self.traj
+            tj.terminated = bool(te)
+            if tr and not te and self.last_value is not None:
+                tj.last_value = self.last_value(self.obs)
+            tj.job_seconds = float(info["job_seconds"])
+            # jobs that arrived (all of them when the workload is done)
+            tj.jobs = len(env._sim.jobs) if te else int(env._sim.state.next_arrival)
+            tj.decision_points = int(info["decision_points"])
+
+    def trajectory(self) -> Trajectory:
+        tj, c = self.traj, self.cols
+        tj.actions = np.asarray(c["a"], dtype=np.int64)
+        tj.logp = np.asarray(c["logp"], dtype=np.float32)
+        tj.values = np.asarray(c["v"], dtype=np.float32)
+        tj.rewards = np.asarray(c["r"], dtype=np.float32)
+        tj.times = np.asarray(c["t"])
+        tj.teacher = np.asarray(c["teacher"], dtype=np.int64)
+        pts = np.asarray(c["point"], dtype=np.int64)  # numbered from 0 in the episode (``point_obs``' rows)
+        tj.points = (np.cumsum(np.diff(pts, prepend=pts[:1]) != 0) if pts.size else pts).astype(np.int32)
+        if self.steps:
+            tj.obs = {k: np.stack([o[k] for o in self.steps]) for k in self.steps[0]}
+            if self.point_obs:
+                tj.point_obs = {k: np.stack([o[k] for o in self.point_obs]) for k in self.point_obs[0]}
+        return tj
+
+
+def run(spec: RolloutSpec) -> list[Trajectory]:
+    """Run ``spec``'s episodes; returns one trajectory each.
+
+    A static level-1 network (``HRLNet.static``) acts with ``StepScorer``:
+    each environment runs on to the end of its decision point, then the
+    new points of all of them are encoded in one batch; the trajectory
+    keeps what the encoding reads once per point (``Trajectory.point_obs``)
+    and each step's own rows (``obs``), all as the environment gave them
+    (float32: no rounding between what the rollout acted on and what the
+    update recomputes). Another network (or the teacher) steps the
+    environments in lockstep, one batched forward pass per step, on their
+    observations as stored (float16), which the update replays."""
     from hrlsched.agent.experts import Teacher
-    from hrlsched.agent.nets import ENCODER_KEYS, HRLNet, NetConfig
+    from hrlsched.agent.nets import HRLNet, NetConfig
 
     torch.set_num_threads(1)
-    gen = torch.Generator().manual_seed(int(spec.torch_seed))
-    rng = np.random.default_rng(int(spec.torch_seed))
     net = None
     if spec.act != "teacher":
         assert spec.net_config is not None and spec.state_dict is not None
@@ -224,39 +280,50 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
         net = HRLNet(NetConfig(**cfg["net"]), cfg["allocates"], cfg["places"])
         net.load_state_dict(spec.state_dict)
         net.eval()
-    envs = cached_envs(spec.part, spec.workload_seed, spec.env_kwargs, len(spec.episode_seeds))
-    teachers = [Teacher(spec.teacher) for _ in envs]
     by_point = net is not None and net.static and spec.part == "allocate"
-    scorers = [StepScorer(net) for _ in envs] if by_point else []
-    obs, live, bufs = [], [], []
-    trajs = [Trajectory(workload_seed=spec.workload_seed, episode_seed=int(s)) for s in spec.episode_seeds]
-    for env, s, te in zip(envs, spec.episode_seeds, teachers):
-        o, _ = env.reset(seed=int(s))
-        te.reset(env)
-        obs.append(o)
-        live.append(True)
-        bufs.append({"obs": [], "points": [], "point_obs": [], "a": [], "logp": [], "v": [], "r": [], "t": [],
-                     "teacher": [], "seen": -1})
-    while any(live):
-        idx = [i for i, ok in enumerate(live) if ok]
-        tacts = [teachers[i].action(envs[i]) for i in idx] if spec.act == "teacher" or spec.label else None
-        stored: list[dict[str, np.ndarray]] = []
-        if by_point:
-            assert net is not None
-            a, logp, value = np.zeros(len(idx), dtype=np.int64), np.zeros(len(idx)), np.zeros(len(idx))
-            for j, i in enumerate(idx):
-                o, dp, b = obs[i], envs[i].dp, bufs[i]
-                if dp.decisions != b["seen"]:  # a new decision point: keep and encode what the encoding reads
-                    b["seen"] = dp.decisions
-                    b["point_obs"].append({k: o[k] for k in ENCODER_KEYS})
-                    scorers[i].encode(net, b["point_obs"][-1])
-                a[j], logp[j], value[j] = scorers[i].choose(o, spec.act == "greedy", rng, spec.values)
-                stored.append({k: v for k, v in o.items() if k not in ENCODER_KEYS})
-        elif net is not None:
+    last_value = None if net is None else lambda o: _value(net, o, spec.part, stored=not by_point)
+    envs = cached_envs(spec.part, spec.workload_seed, spec.env_kwargs, len(spec.episode_seeds))
+    eps = [Episode(env, s, spec, Teacher(spec.teacher), last_value) for env, s in zip(envs, spec.episode_seeds)]
+    if by_point:
+        _run_by_point(spec, net, eps)
+    else:
+        _run_lockstep(spec, net, eps)
+    return [e.trajectory() for e in eps]
+
+
+def _run_by_point(spec: RolloutSpec, net: Any, eps: list[Episode]) -> None:
+    from hrlsched.agent.nets import ENCODER_KEYS
+
+    rng = np.random.default_rng(int(spec.torch_seed))
+    scorers = {id(e): StepScorer(net) for e in eps}
+    live = [e for e in eps if e.live]
+    while live:  # each live episode is at a new decision point
+        for e in live:
+            e.point_obs.append({k: e.obs[k] for k in ENCODER_KEYS})
+        StepScorer.encode(net, [scorers[id(e)] for e in live], [e.point_obs[-1] for e in live])
+        for e in live:
+            sc, dp = scorers[id(e)], e.env.dp
+            point = dp.decisions
+            while e.live and dp.decisions == point:
+                label = e.teacher.action(e.env) if spec.label else -1
+                a, logp, value = sc.choose(e.obs, spec.act == "greedy", rng, spec.values)
+                e.step(a, logp, value, {k: v for k, v in e.obs.items() if k not in ENCODER_KEYS}, label)
+        live = [e for e in live if e.live]
+
+
+def _run_lockstep(spec: RolloutSpec, net: Any, eps: list[Episode]) -> None:
+    from hrlsched.agent.common.distributions import MaskedCategorical
+
+    gen = torch.Generator().manual_seed(int(spec.torch_seed))
+    while any(e.live for e in eps):
+        live = [e for e in eps if e.live]
+        labels = [e.teacher.action(e.env) for e in live] if spec.act == "teacher" or spec.label else None
+        stored: list[dict[str, np.ndarray] | None] = [None] * len(live)
+        if net is not None:
             with torch.inference_mode():
                 # the observations as stored (float16): the update recomputes the log-probabilities on
                 # those, so the ratio of new to old policy starts at 1
-                stored = [_store(obs[i]) for i in idx]
+                stored = [_store(e.obs) for e in live]
                 batch = to_tensors({k: np.stack([o[k] for o in stored]) for k in stored[0]}, batch=False)
                 logits, value = net(batch, part=spec.part)
                 dist = MaskedCategorical(logits, batch["action_mask"].bool())
@@ -264,48 +331,11 @@ def run(spec: RolloutSpec) -> list[Trajectory]:
                 logp = dist.log_prob(a).numpy()
                 a, value = a.numpy(), value.numpy()
         else:
-            a = np.asarray(tacts)
-            logp = value = np.zeros(len(idx), dtype=np.float32)
+            logp = value = np.zeros(len(live), dtype=np.float32)
         if spec.act == "teacher":
-            a = np.asarray(tacts)
-        for j, i in enumerate(idx):
-            env, b = envs[i], bufs[i]
-            if spec.record:
-                b["obs"].append(stored[j] if net is not None else _store(obs[i]))
-                b["teacher"].append(tacts[j] if tacts is not None else -1)
-            b["points"].append(env.dp.decisions)
-            b["a"].append(int(a[j]))
-            b["logp"].append(float(logp[j]))
-            b["v"].append(float(value[j]))
-            b["t"].append(float(env._view.time_s) if env._view is not None else 0.0)
-            o, r, te, tr, info = env.step(int(a[j]))
-            b["r"].append(float(r))
-            obs[i] = o
-            if te or tr:
-                live[i] = False
-                tj = trajs[i]
-                tj.terminated = bool(te)
-                if tr and not te and net is not None:
-                    tj.last_value = _value(net, o, spec.part, stored=not by_point)
-                tj.job_seconds = float(info["job_seconds"])
-                # jobs that arrived (all of them when the workload is done)
-                tj.jobs = len(env._sim.jobs) if te else int(env._sim.state.next_arrival)
-                tj.decision_points = int(info["decision_points"])
-    for tj, b in zip(trajs, bufs):
-        tj.actions = np.asarray(b["a"], dtype=np.int64)
-        tj.logp = np.asarray(b["logp"], dtype=np.float32)
-        tj.values = np.asarray(b["v"], dtype=np.float32)
-        tj.rewards = np.asarray(b["r"], dtype=np.float32)
-        tj.times = np.asarray(b["t"])
-        tj.teacher = np.asarray(b["teacher"], dtype=np.int64)
-        # each step's decision point, numbered from 0 in the episode (``point_obs``' rows when kept)
-        pts = np.asarray(b["points"], dtype=np.int64)
-        tj.points = (np.cumsum(np.diff(pts, prepend=pts[:1]) != 0) if pts.size else pts).astype(np.int32)
-        if spec.record and b["obs"]:
-            tj.obs = {k: np.stack([o[k] for o in b["obs"]]) for k in b["obs"][0]}
-            if b["point_obs"]:
-                tj.point_obs = {k: np.stack([o[k] for o in b["point_obs"]]) for k in b["point_obs"][0]}
-    return trajs
+            a = np.asarray(labels)
+        for j, e in enumerate(live):
+            e.step(int(a[j]), float(logp[j]), float(value[j]), stored[j], labels[j] if labels is not None else -1)
 
 
 class RolloutPool:

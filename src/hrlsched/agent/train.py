@@ -246,8 +246,12 @@ class Steps:
             logits, value = net(b, part=part, valid=mask)
         else:
             pts, row = np.unique(self.point[idx], return_inverse=True)
-            logits, value = net.forward_by_point(b, bc.batch(self.point_obs, pts), torch.from_numpy(row), part,
-                                                 valid=mask)
+            pb = bc.batch(self.point_obs, pts)
+            # no job row that is padding at every point (the encoding is the same up to float rounding:
+            # attention gives padded rows no weight; a point's jobs come first)
+            n = max(int(pb["job_mask"].any(0).nonzero().max()) + 1 if pb["job_mask"].any() else 1, 1)
+            pb["jobs"], pb["job_mask"] = pb["jobs"][:, :n], pb["job_mask"][:, :n]
+            logits, value = net.forward_by_point(b, pb, torch.from_numpy(row), part, valid=mask)
         return logits, value, mask
 
 
