@@ -308,11 +308,11 @@ class Trainer:
         if hint is not None:  # the rule weights are parameters of the network: it has them where the hint sets them
             cfg.net = {**cfg.net, "hint_gap": bool(cfg.net.get("hint_gap")) or hint.gap != 0,
                        "hint_bonus": bool(cfg.net.get("hint_bonus")) or hint.bonus is not None}
+        torch.manual_seed(cfg.seed)  # (before the network: its initial weights are the seed's)
+        random.seed(cfg.seed)
         self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level != "2", places=cfg.level != "1")
         self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5)
         self.rng = np.random.default_rng(cfg.seed)
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
         self.iteration = self.env_steps = 0
         self.elapsed_s = 0.0  # training wall time, summed over resumed runs
         self.best_jct_s = math.inf
