@@ -1,14 +1,17 @@
 """Rollouts: whole (or time-truncated) episodes of several environments
-stepped in lockstep, one batched forward pass per step, on a pool of
-processes.
+on a pool of processes: a static level-1 network acts with the numpy
+scorer, each decision point encoded once (``run``); another network steps
+them in lockstep, one batched forward pass per step.
 
 A job of the pool is ``RolloutSpec``: one workload seed, several episode
 seeds (the *same arrival sequence* run several times, so that advantages
 can be measured against the mean return of the other rollouts at the same
 simulated time, Decima's input-dependent baseline), the network's weights,
 and how to act (sample, greedy, or follow a heuristic teacher for behaviour
-cloning). Observations are stored as float16 (features are of order one)
-and masks as bool, to keep long episodes in memory.
+cloning). A static network's trajectories keep the encoder's inputs once
+per decision point and each step's own rows, as float32; the others'
+observations are stored as float16 (features are of order one) and masks
+as bool, to keep long episodes in memory.
 """
 
 from __future__ import annotations
