@@ -183,12 +183,13 @@ def test_teacher_in_the_env_tracks_its_heuristic() -> None:
 
 def test_ppo_improves_on_a_random_policy(tmp_path: Path) -> None:
     cfg = TrainConfig(overrides=TINY, level="1", max_jobs=16, train_seeds=[1000], valid_seeds=[1000], minutes=None,
-                      steps=2400, workers=0, rollouts=4, bc_episodes=0, lr=1e-3, epochs=4, minibatch=64,
+                      steps=4800, workers=0, rollouts=4, bc_episodes=0, lr=1e-3, epochs=4, minibatch=64,
                       horizon_start_h=10.0, ent_coef=0.0, ent_coef_end=0.0, eval_every_min=1e9, net=SMALL_NET.to_dict(),
                       hint="p=none", advantage="gae", gamma=1.0, gae_lambda=0.95)
     torch.manual_seed(0)  # the initial weights: not whatever the tests before left in torch's generator
     tr = Trainer(cfg, tmp_path, log=lambda s: None)
-    spec = lambda act: RolloutSpec("allocate", cfg.env_kwargs(), 1000, [1, 2, 3, 4], net_config=tr._payload_net(),  # noqa: E731
+    spec = lambda act: RolloutSpec("allocate", cfg.env_kwargs(), 1000, list(range(1, 9)),  # noqa: E731
+                                   net_config=tr._payload_net(),
                                    state_dict=tr.net.state_dict(), act=act, record=False)
     before = np.mean([t.rewards.sum() for t in run(spec("sample"))])
     tr.run()
@@ -544,27 +545,138 @@ def test_tune_searches_the_hint_alone_without_a_checkpoint(tmp_path: Path) -> No
     assert res["train"]["paper"]["default"] == pytest.approx(ref, abs=1e-3)
 
 
-def test_rollouts_keep_the_log_probabilities_of_what_they_store_and_the_value_they_were_cut_at() -> None:
-    """The update recomputes log-probabilities on the stored (float16)
-    observations: the rollout's own are computed on those, so the ratio
-    starts at 1. An episode cut at the horizon keeps V(s_T) of the state it
-    was cut at, which GAE bootstraps from."""
+@pytest.mark.parametrize("static", [True, False])
+def test_rollouts_keep_the_log_probabilities_of_what_they_store_and_the_value_they_were_cut_at(static: bool) -> None:
+    """The update recomputes log-probabilities and values on the stored
+    observations: the rollout's own are those (a static network's rollout
+    acts with the numpy scorer on the rows it keeps, as float32; another
+    network's on its observations as stored, float16), so the ratio starts
+    at 1. An episode cut at the horizon keeps V(s_T) of the state it was
+    cut at, which GAE bootstraps from."""
     from hrlsched.agent.rollout import Trajectory
-    from hrlsched.agent.train import gae
+    from hrlsched.agent.train import Steps, gae
 
     torch.manual_seed(0)
-    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    net = HRLNet(dataclasses.replace(SMALL_NET, static_point=static), allocates=True, places=False)
+    assert net.static == static
     payload = {"net": net.cfg.to_dict(), "allocates": True, "places": False}
     kw = {**tiny_kwargs(hint="optimus"), "max_time_s": 1800.0}
     tr = run(RolloutSpec("allocate", kw, 1000, [0], net_config=payload, state_dict=net.state_dict(), act="sample"))[0]
     assert not tr.terminated and tr.last_value != 0.0 and len(tr.actions) > 5
+    assert bool(tr.point_obs) == static and tr.points[0] == 0 and tr.points[-1] > 2
+    data = Steps.of([tr], np.zeros(tr.steps), np.zeros(tr.steps))
     with torch.no_grad():
-        logits, _ = net(to_tensors(tr.obs, batch=False), part="allocate")
-        logp = MaskedCategorical(logits, torch.as_tensor(tr.obs["action_mask"]).bool()).log_prob(
-            torch.as_tensor(tr.actions)).numpy()
+        logits, value, mask = data.outputs(net, np.arange(tr.steps), "allocate")
+        logp = MaskedCategorical(logits, mask).log_prob(torch.as_tensor(tr.actions)).numpy()
     np.testing.assert_allclose(logp, tr.logp, rtol=0, atol=1e-5)
+    np.testing.assert_allclose(value.numpy(), tr.values, rtol=0, atol=1e-5)
     t = Trajectory(values=np.array([1.0, 2.0], dtype=np.float32), terminated=False, last_value=3.0)
     adv = gae(t, np.array([0.5, 0.25]), 2.0, 1.0, 1.0)
     np.testing.assert_allclose(adv, [0.5 + 0.25 + 2 * 3.0 - 2 * 1.0, 0.25 + 2 * 3.0 - 2 * 2.0])
     t.terminated = True
     np.testing.assert_allclose(gae(t, np.array([0.5, 0.25]), 2.0, 1.0, 1.0), [0.75 - 2.0, 0.25 - 4.0])
+
+
+def test_the_update_encodes_each_point_once_with_the_same_loss() -> None:
+    """A static network's update encodes each decision point once, from the
+    rows the rollout keeps per point, and scores the valid slots only: on
+    the same minibatch its loss, log-probabilities and gradients are those
+    of encoding every step's whole observation and scoring every slot, as
+    the update did (the observations the environment gave, replayed from
+    the recorded actions)."""
+    from hrlsched.agent.train import Steps, ppo_loss
+
+    class EveryStep(Steps):
+        def outputs(self, net: HRLNet, idx: np.ndarray, part: str) -> tuple:
+            b = bc.batch(self.obs, idx)
+            logits, value = net(b, part=part)
+            return logits, value, b["action_mask"].bool()
+
+    torch.manual_seed(0)
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    payload = {"net": net.cfg.to_dict(), "allocates": True, "places": False}
+    kw = tiny_kwargs(hint="optimus")
+    trs = run(RolloutSpec("allocate", kw, 1000, [0, 1], net_config=payload, state_dict=net.state_dict(),
+                          act="sample", torch_seed=5))
+    whole = []
+    for tr in trs:  # the episode again, every step's whole observation
+        env = make_env("allocate", 1000, kw)
+        o, _ = env.reset(seed=tr.episode_seed)
+        steps = []
+        for a in tr.actions:
+            steps.append(o)
+            o, *_ = env.step(int(a))
+        whole.append(dataclasses.replace(tr, point_obs={}, obs={k: np.stack([x[k] for x in steps]) for k in o}))
+    n = sum(t.steps for t in trs)
+    rng = np.random.default_rng(0)
+    adv, ret = rng.normal(size=n), rng.normal(size=n)
+    new, old = Steps.of(trs, adv, ret), EveryStep(**vars(Steps.of(whole, adv, ret)))
+    assert set(new.obs) < set(old.obs) and new.point_obs and not old.point_obs
+    batches = new.minibatches(64, rng, by_point=True)
+    assert len(batches) > 2 and np.array_equal(np.sort(np.concatenate(batches)), np.arange(n))
+    for idx in batches[:2]:
+        assert len(np.unique(new.point[idx])) < len(idx)  # points with several steps
+        grads = []
+        for data in (new, old):
+            net.zero_grad()
+            loss, st = ppo_loss(net, data, idx, "allocate", 0.2, 0.5, 0.01)
+            loss.backward()
+            grads.append((loss.item(), st, [p.grad.clone() for p in net.parameters()]))
+        (l_new, st_new, g_new), (l_old, st_old, g_old) = grads
+        assert l_new == pytest.approx(l_old, rel=1e-5, abs=1e-6)
+        assert st_new == pytest.approx(st_old, rel=1e-4, abs=1e-6)
+        for a, b in zip(g_new, g_old):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_the_entropy_bonus_puts_no_probability_on_wait_or_keep() -> None:
+    """The bonus is the entropy of the choice among the real allocations:
+    wait's and keep's logits change neither its value nor its gradient, so
+    it cannot push probability onto them, where the whole distribution's
+    entropy did; a choice of only wait and keep counts for nothing."""
+    from hrlsched.agent.train import entropy_slots
+    from hrlsched.envs.candidates import KEEP, WAIT
+
+    net = HRLNet(SMALL_NET, allocates=True, places=False)
+    among = entropy_slots(net, "allocate", 6)
+    assert among is not None and among.tolist() == [False, False, True, True, True, True]
+    assert entropy_slots(HRLNet(SMALL_NET, allocates=False, places=True), "place", 6) is None
+    logits = torch.tensor([[-3.0, -2.0, 4.0, 1.0, 0.0, 2.0], [1.0, 2.0, 0.0, 0.0, 0.0, 0.0]], requires_grad=True)
+    mask = torch.tensor([[1, 1, 1, 1, 0, 1], [1, 1, 0, 0, 0, 0]], dtype=torch.bool)
+    dist = MaskedCategorical(logits, mask)
+    ent = dist.entropy(among)
+    p = torch.softmax(torch.tensor([4.0, 1.0, 2.0]), -1)
+    assert ent[0].item() == pytest.approx(float(-(p * p.log()).sum()), rel=1e-6) and ent[1].item() == 0.0
+    ent.sum().backward()
+    assert logits.grad is not None and torch.isfinite(logits.grad).all()
+    assert logits.grad[:, [WAIT, KEEP]].abs().max().item() == 0.0
+    # the whole distribution's entropy rose with wait's probability (where the policy is sure of a slot)
+    whole = MaskedCategorical(logits, mask).entropy()
+    (g,) = torch.autograd.grad(whole[0], logits)
+    assert g[0, WAIT].item() > 0 and g[0, KEEP].item() > 0
+
+
+def test_training_from_the_shipped_file_keeps_its_network_and_whole_hint(tmp_path: Path) -> None:
+    """``train --init`` from the shipped agent: its network's shape (narrower
+    than ``NetConfig``'s defaults) and every setting of its hint, the
+    decision point's ``window``, ``recheck_s`` and ``reserve_running``
+    included, reach the rollouts' environments and the checkpoints written."""
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.policy import SHIPPED
+
+    shipped = ckpt.load(shipped_checkpoint(SHIPPED))
+    hint = ckpt.hint_of(shipped)
+    assert (hint.window, hint.recheck_s, hint.reserve_running) != ("arrival", None, True)  # not the defaults
+    cfg = TrainConfig(overrides=TINY, max_jobs=16, train_seeds=[1000], valid_seeds=[100], minutes=None, steps=10,
+                      workers=0, bc_episodes=0)
+    tr = Trainer(cfg, tmp_path, init=str(shipped_checkpoint(SHIPPED)), log=lambda s: None)
+    assert all(torch.equal(v, shipped["state_dict"][k]) for k, v in tr.net.state_dict().items())
+    env = make_env("allocate", 1000, cfg.env_kwargs())
+    env.reset(seed=0)
+    assert (env.dp.window, env.dp.recheck_s, env.dp.reserve_running) == (hint.window, hint.recheck_s,
+                                                                         hint.reserve_running)
+    tr.save()
+    assert ckpt.hint_of(ckpt.load(tmp_path / "last.pt")) == hint
+    with pytest.raises(ValueError, match="net.d: the --init checkpoint's network has d=32"):
+        Trainer(dataclasses.replace(cfg, net=SMALL_NET.to_dict()), tmp_path / "b",
+                init=str(shipped_checkpoint(SHIPPED)), log=lambda s: None)

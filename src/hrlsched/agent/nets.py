@@ -93,6 +93,10 @@ STATIC = {
 }
 
 
+#: what ``HRLNet.encode`` reads of an observation (the rest, each choice's own rows, ``heads`` reads)
+ENCODER_KEYS = ("jobs", "job_mask", "gpus", "gpu_mask", "gpu_groups", "sockets", "socket_mask", "links", "link_mask")
+
+
 def hint_speed_gap(c: Tensor) -> Tensor:
     """Candidate rows ``c`` (..., N, F) -> (..., N): each valid slot's
     predicted progress over the request (``speed_vs_requested``) minus the
@@ -207,11 +211,31 @@ class HRLNet(nn.Module):
         be computed once per point and reused by ``heads`` for every job."""
         return self.cfg.static_point and not self.places
 
-    def forward(self, obs: dict[str, Tensor], part: str = "all") -> tuple[Tensor, Tensor]:
+    def forward(self, obs: dict[str, Tensor], part: str = "all", valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """``part``: the action layout to score: ``"all"`` (the network's
         own: candidates and/or placement), ``"allocate"`` (Allocation-v0:
-        candidates only) or ``"place"`` (Placement-v0: GPUs, sockets, defer)."""
-        return self.heads(obs, self.encode(obs), part)
+        candidates only) or ``"place"`` (Placement-v0: GPUs, sockets, defer);
+        ``valid``: as ``heads``."""
+        return self.heads(obs, self.encode(obs), part, valid)
+
+    def forward_by_point(self, obs: dict[str, Tensor], point_obs: dict[str, Tensor], point: Tensor,
+                         part: str = "all", valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """``forward`` of a static network on a batch of steps that share
+        decision points: ``point_obs`` holds each point's observation (what
+        ``encode`` reads, ``ENCODER_KEYS``), ``point`` (B,) each step's row
+        there, ``obs`` each step's own rows; each point is encoded once.
+        The same outputs as ``forward`` on the steps' whole observations,
+        since ``encode`` reads only what a point keeps fixed."""
+        if not self.static:
+            raise ValueError("forward_by_point: the network's encoding is not static (it places, or static_point "
+                             "is off): encode each step")
+        enc = self.encode(point_obs)
+        # each step's current job's embedding alone (the one row ``heads`` reads of the jobs'), not the point's
+        # every job, GPU and socket copied to each step
+        cur = obs["current_job"].bool()
+        hj = enc["hj"][point, cur.to(torch.int64).argmax(1)].unsqueeze(1)
+        return self.heads({**obs, "current_job": cur.any(1, keepdim=True)}, {"hj": hj, "pooled": enc["pooled"][point]},
+                          part, valid)
 
     def encode(self, obs: dict[str, Tensor]) -> dict[str, Tensor]:
         """Embeddings of the jobs, GPUs, sockets and links, and their pools."""
@@ -236,11 +260,14 @@ class HRLNet(nn.Module):
                             masked_max(hl, lm)], -1)
         return {"hj": hj, "hg": hg, "hs": hs, "pooled": pooled}
 
-    def heads(self, obs: dict[str, Tensor], enc: dict[str, Tensor], part: str = "all") -> tuple[Tensor, Tensor]:
+    def heads(self, obs: dict[str, Tensor], enc: dict[str, Tensor], part: str = "all",
+              valid: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """Logits over ``part``'s action layout and the value, from ``encode``'s
         output and the observation's per-choice rows (cluster, context, the
-        current job, candidates)."""
-        hj, hg, hs = enc["hj"], enc["hg"], enc["hs"]
+        current job, candidates). ``valid`` (B, actions; training's masks):
+        score only the candidate slots it allows (a fifth of them, typically),
+        the others' logits -inf, as the masked distribution makes them."""
+        hj = enc["hj"]
         cur = (hj * obs["current_job"].unsqueeze(-1).to(hj.dtype)).sum(1)
         g = self.glob(torch.cat([obs["cluster"], obs["context"], enc["pooled"].expand(cur.shape[0], -1), cur], -1))
         gc = torch.cat([g, cur], -1)
@@ -249,13 +276,17 @@ class HRLNet(nn.Module):
             raise ValueError(f"part: expected 'all', 'allocate' or 'place', got {part!r}")
         if self.allocates and part != "place":
             c = obs["candidates"]
-            score = self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1)
+            if valid is None:
+                score = self.cand(torch.cat([c, gc.unsqueeze(1).expand(-1, c.shape[1], -1)], -1)).squeeze(-1)
+            else:
+                score = self._valid_scores(c, gc, valid[:, :c.shape[1]].bool())
             if self.cfg.hint_gap:
                 score = score + GAP_SCALE * self.gap * hint_speed_gap(c)
             if self.cfg.hint_bonus:
                 score = score + self.bonus * c[..., GAP_COLUMNS[2]]
             parts.append(score)
         if self.places and part != "allocate":
+            hg, hs = enc["hg"], enc["hs"]
             G, S = hg.shape[1], hs.shape[1]
             parts.append(self.gpu_head(torch.cat([hg, gc.unsqueeze(1).expand(-1, G, -1)], -1)).squeeze(-1))
             parts.append(self.sock_head(torch.cat([hs, gc.unsqueeze(1).expand(-1, S, -1)], -1)).squeeze(-1))
@@ -263,6 +294,18 @@ class HRLNet(nn.Module):
         if not parts:
             raise ValueError(f"part {part!r}: this network has no such head")
         return torch.cat(parts, -1), self.value(gc).squeeze(-1)
+
+    def _valid_scores(self, c: Tensor, gc: Tensor, valid: Tensor) -> Tensor:
+        """The candidate scorer on the slots ``valid`` (B, N) of the rows ``c``
+        (B, N, F) only, with its first layer split into the rows' part and
+        the step's (``gc``, once per step): the same function as on every
+        row (sums in another order: equal up to float rounding); -inf elsewhere."""
+        first, last = self.cand[0], self.cand[-1]
+        nf = c.shape[-1]
+        step = nn.functional.linear(gc, first.weight[:, nf:], first.bias)
+        rows = nn.functional.linear(c[valid], first.weight[:, :nf]) + step[valid.nonzero()[:, 0]]
+        out = last(self.cand[1:-1](rows)).squeeze(-1)
+        return c.new_full(valid.shape, float("-inf")).index_put((valid,), out)
 
 
 def count_parameters(net: nn.Module) -> int:

@@ -19,10 +19,14 @@ loop that reads top to bottom (CleanRL style).
    - optional differential reward (Decima): each step's reward minus the
      average reward per simulated second times its elapsed seconds, which
      keeps returns of long episodes bounded;
-   - ``epochs`` passes over minibatches: the clipped surrogate with the
-     masks stored with each step, value loss on the scaled return, entropy
-     bonus whose weight decays linearly from ``ent_coef`` to
-     ``ent_coef_end``; gradients clipped to ``max_grad_norm``.
+   - ``epochs`` passes over minibatches (of whole decision points for a
+     static level-1 network, which encodes each point once: ``Steps``):
+     the clipped surrogate with the masks stored with each step, value
+     loss on the scaled return, entropy bonus on the choice among the real
+     allocations (not *wait* or *keep*: ``entropy_slots``) whose weight
+     decays linearly from ``ent_coef`` to ``ent_coef_end``; gradients
+     clipped to ``max_grad_norm``. Each iteration's environment steps per
+     second (rollouts and update) are logged (``steps_per_s``).
 3. Every ``eval_every_min`` minutes, a greedy evaluation on the held-back
    seeds (100-104; never 0-99, which are the evaluation seeds of every
    reported figure) keeps the best checkpoint (``best.pt``); ``last.pt`` is
@@ -54,12 +58,12 @@ from hrlsched.agent.common.loop import train_within_budget
 from hrlsched.agent.common.training_run import RunConfig
 from hrlsched.agent.nets import HRLNet, NetConfig
 from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
-from hrlsched.envs.candidates import WORKER_OPTIONS
+from hrlsched.envs.candidates import KEEP, WAIT, WORKER_OPTIONS
 from hrlsched.policies.hint import HintConfig
 
 LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
 METRICS = ["iteration", "env_steps", "horizon_h", "steps", "return", "avg_jct_h_finished", "ent_coef", "rollout_s",
-           "update_s", "pg", "vf", "ent", "kl", "clipfrac", "wall_s", "valid_avg_jct_h",
+           "update_s", "steps_per_s", "pg", "vf", "ent", "kl", "clipfrac", "wall_s", "valid_avg_jct_h",
            "best_valid_avg_jct_h"]  # metrics.csv columns (a value not measured: nan)
 
 
@@ -162,6 +166,131 @@ def gae(tr: Trajectory, rewards: np.ndarray, scale: float, gamma: float, lam: fl
     return returns.gae(rewards, v, np.append(v[1:], last), gamma, lam)
 
 
+def init_net(net: dict[str, Any], init: dict[str, Any]) -> dict[str, Any]:
+    """The network settings of a run started from weights whose network is
+    ``init`` (``--init``): its shape, since the weights only fit that (the
+    shipped agent is narrower than ``NetConfig``'s defaults); ``net``, the
+    run's setting, may only repeat it (left at the defaults, it is replaced)."""
+    default = NetConfig().to_dict()
+    shape = ("d", "heads", "job_layers", "hidden", "static_point")
+    for k in shape:
+        if net.get(k, default[k]) not in (default[k], init.get(k, default[k])):
+            raise ValueError(f"net.{k}: the --init checkpoint's network has {k}={init.get(k, default[k])!r}, "
+                             f"got {net[k]!r} (leave net unset to take the checkpoint's)")
+    return {**net, **{k: init.get(k, default[k]) for k in shape}}  # (the rule weights follow the hint)
+
+
+# ---------------------------------------------------------------- the update
+@dataclass
+class Steps:
+    """An iteration's steps as the update reads them: each step's
+    observation (``obs``), action, log-probability when it was taken,
+    normalised advantage and scaled return; for a static network, what it
+    encodes once per decision point (``point_obs``, row ``point[i]`` for
+    step ``i``; ``obs`` then holds each step's own rows, as the rollouts
+    keep them, ``Trajectory.point_obs``)."""
+
+    obs: dict[str, np.ndarray]
+    point_obs: dict[str, np.ndarray]
+    point: np.ndarray  # each step's decision point, numbered over the iteration (a point's steps are contiguous)
+    act: torch.Tensor
+    old_logp: torch.Tensor
+    adv: torch.Tensor
+    ret: torch.Tensor
+
+    @classmethod
+    def of(cls, trajs: list[Trajectory], adv: np.ndarray, ret: np.ndarray) -> Steps:
+        """The steps of ``trajs`` in order, with their advantages and returns (concatenated in that order)."""
+        kept = [t for t in trajs if t.steps]
+        first = 0
+        points = []
+        for t in kept:
+            points.append(t.points.astype(np.int64) + first)
+            first += len(next(iter(t.point_obs.values()))) if t.point_obs else int(t.points.max()) + 1
+        return cls(obs={k: np.concatenate([t.obs[k] for t in kept]) for k in kept[0].obs},
+                   point_obs={k: np.concatenate([t.point_obs[k] for t in kept]) for k in kept[0].point_obs},
+                   point=np.concatenate(points),
+                   act=torch.from_numpy(np.concatenate([t.actions for t in kept])),
+                   old_logp=torch.from_numpy(np.concatenate([t.logp for t in kept])),
+                   adv=torch.from_numpy(np.asarray(adv, dtype=np.float32)),
+                   ret=torch.from_numpy(np.asarray(ret, dtype=np.float32)))
+
+    @property
+    def size(self) -> int:
+        return int(self.act.numel())
+
+    def minibatches(self, size: int, rng: np.random.Generator, by_point: bool) -> list[np.ndarray]:
+        """One epoch's minibatches of step indices (ascending), about
+        ``size`` steps each, in a random order; ``by_point``: of whole
+        decision points (each encoded once), in a random order of points."""
+        n = self.size
+        if not by_point:
+            order = rng.permutation(n)
+            return [np.sort(order[s:s + size]) for s in range(0, n, size)]
+        counts = np.bincount(self.point)
+        starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
+        order = rng.permutation(counts.size)
+        # a point goes to the minibatch where its first step falls in the shuffled order
+        chunk = (np.cumsum(counts[order]) - counts[order]) // size
+        out = []
+        for c in range(int(chunk[-1]) + 1):
+            pts = np.sort(order[chunk == c])
+            out.append(np.concatenate([np.arange(starts[p], starts[p] + counts[p]) for p in pts]))
+        return out
+
+    def outputs(self, net: HRLNet, idx: np.ndarray, part: str) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The network's logits and values on the steps ``idx``, and their masks."""
+        b = bc.batch(self.obs, idx)
+        mask = b["action_mask"].bool()
+        if not self.point_obs:
+            logits, value = net(b, part=part, valid=mask)
+        else:
+            pts, row = np.unique(self.point[idx], return_inverse=True)
+            pb = bc.batch(self.point_obs, pts)
+            # no job row that is padding at every point (the encoding is the same up to float rounding:
+            # attention gives padded rows no weight; a point's jobs come first)
+            n = max(int(pb["job_mask"].any(0).nonzero().max()) + 1 if pb["job_mask"].any() else 1, 1)
+            pb["jobs"], pb["job_mask"] = pb["jobs"][:, :n], pb["job_mask"][:, :n]
+            logits, value = net.forward_by_point(b, pb, torch.from_numpy(row), part, valid=mask)
+        return logits, value, mask
+
+
+def entropy_slots(net: HRLNet, part: str, n_actions: int) -> torch.Tensor | None:
+    """The actions the entropy bonus spreads probability over: all but the
+    allocation menu's *wait* and *keep* (``envs.candidates``: slots 0 and 1
+    of ``part``'s layout when it allocates). Rarely right when taken at
+    random, they would gain probability from a bonus on the whole
+    distribution's entropy, most where the policy is surest of a real
+    allocation; the bonus is on the entropy of the choice among the real
+    allocations instead (``MaskedCategorical.entropy(among)``), which does
+    not depend on wait's or keep's logits. None: every action (placement)."""
+    if not net.allocates or part == "place":
+        return None
+    among = torch.ones(n_actions, dtype=torch.bool)
+    among[[WAIT, KEEP]] = False
+    return among
+
+
+def ppo_loss(net: HRLNet, data: Steps, idx: np.ndarray, part: str, clip: float, vf_coef: float,
+             ent_coef: float) -> tuple[torch.Tensor, dict[str, float]]:
+    """The clipped surrogate, the value loss and the entropy bonus on the
+    steps ``idx`` (with the masks stored with each step), and their figures."""
+    logits, value, mask = data.outputs(net, idx, part)
+    dist = MaskedCategorical(logits, mask)
+    logp = dist.log_prob(data.act[idx])
+    ratio = (logp - data.old_logp[idx]).exp()
+    a = data.adv[idx]
+    pg = torch.max(-a * ratio, -a * ratio.clamp(1 - clip, 1 + clip)).mean()
+    vf = 0.5 * (value - data.ret[idx]).pow(2).mean()
+    ent = dist.entropy(entropy_slots(net, part, logits.shape[-1])).mean()
+    loss = pg + vf_coef * vf - ent_coef * ent
+    with torch.no_grad():
+        st = {"pg": float(pg), "vf": float(vf), "ent": float(ent),
+              "kl": float(((ratio - 1) - (logp - data.old_logp[idx])).mean()),
+              "clipfrac": float(((ratio - 1).abs() > clip).float().mean())}
+    return loss, st
+
+
 # ---------------------------------------------------------------- the loop
 class Trainer:
     def __init__(self, cfg: TrainConfig, out: Path, init: str | None = None, resume: bool = False,
@@ -171,17 +300,19 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         torch.set_num_threads(max(1, min(2, torch.get_num_threads())))
         init_ck = ckpt.load(init) if init is not None and not resume else None
+        if init_ck is not None:
+            cfg.net = init_net(cfg.net, init_ck["net"]["net"])
         if cfg.hint is None and init_ck is not None and init_ck["part"] != "place" and cfg.level != "2":
             cfg.hint = ckpt.hint_of(init_ck).text()  # the initial weights' hint, rules and all (config.yaml)
         hint = cfg.hint_config()
         if hint is not None:  # the rule weights are parameters of the network: it has them where the hint sets them
             cfg.net = {**cfg.net, "hint_gap": bool(cfg.net.get("hint_gap")) or hint.gap != 0,
                        "hint_bonus": bool(cfg.net.get("hint_bonus")) or hint.bonus is not None}
+        torch.manual_seed(cfg.seed)  # (before the network: its initial weights are the seed's)
+        random.seed(cfg.seed)
         self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level != "2", places=cfg.level != "1")
         self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5)
         self.rng = np.random.default_rng(cfg.seed)
-        torch.manual_seed(cfg.seed)
-        random.seed(cfg.seed)
         self.iteration = self.env_steps = 0
         self.elapsed_s = 0.0  # training wall time, summed over resumed runs
         self.best_jct_s = math.inf
@@ -259,7 +390,7 @@ class Trainer:
 
     # -- evaluation on held-back seeds
     def evaluate(self) -> float:
-        specs = [self._spec(s, [0], act="greedy", record=False) for s in self.cfg.valid_seeds]
+        specs = [self._spec(s, [0], act="greedy", record=False, values=False) for s in self.cfg.valid_seeds]
         trajs = [g[0] for g in self.pool.map(specs)]
         return float(np.mean([t.avg_jct_s for t in trajs]))
 
@@ -279,13 +410,12 @@ class Trainer:
         wseeds = self.rng.choice(cfg.train_seeds, size=max(cfg.workers, 1), replace=False)
         specs = [RolloutSpec(cfg.part, kw, int(w), [int(x) for x in self.rng.integers(2**31, size=cfg.rollouts)],
                              net_config=self._payload_net(), state_dict=net.state_dict(),
-                             torch_seed=int(self.rng.integers(2**31))) for w in wseeds]
+                             torch_seed=int(self.rng.integers(2**31)), values=cfg.advantage == "gae") for w in wseeds]
         t0 = time.time()
         groups = self.pool.map(specs)
         t_roll = time.time() - t0
         # advantages and returns
-        obs_parts, acts, logps, advs, rets = [], [], [], [], []
-        ep_returns = []
+        advs, rets, ep_returns = [], [], []
         for group in groups:
             rewards = []
             for tr in group:
@@ -301,20 +431,13 @@ class Trainer:
                 group_adv = [g - b for g, b in zip(rtgs, base)]
             else:
                 group_adv = [gae(tr, r, cfg.value_scale, cfg.gamma, cfg.gae_lambda) for tr, r in zip(group, rewards)]
-            for tr, g, a in zip(group, rtgs, group_adv):
-                obs_parts.append(tr.obs)
-                acts.append(tr.actions)
-                logps.append(tr.logp)
-                advs.append(a)
-                rets.append(g)
-                ep_returns.append(float(tr.rewards.sum()))
-        obs = {k: np.concatenate([o[k] for o in obs_parts]) for k in obs_parts[0]}
-        act = torch.from_numpy(np.concatenate(acts))
-        old_logp = torch.from_numpy(np.concatenate(logps))
+            advs += group_adv
+            rets += rtgs
+            ep_returns += [float(tr.rewards.sum()) for tr in group]
         adv = np.concatenate(advs)
-        adv = torch.from_numpy(((adv - adv.mean()) / (adv.std() + 1e-8)).astype(np.float32))
-        ret = torch.from_numpy((np.concatenate(rets) / cfg.value_scale).astype(np.float32))
-        n = act.numel()
+        data = Steps.of([tr for g in groups for tr in g], (adv - adv.mean()) / (adv.std() + 1e-8),
+                        np.concatenate(rets) / cfg.value_scale)
+        n = data.size
         self.env_steps += n
         # PPO update
         ent_coef = cfg.ent_coef + (cfg.ent_coef_end - cfg.ent_coef) * min(frac_done, 1.0)
@@ -322,29 +445,14 @@ class Trainer:
         stats: dict[str, list[float]] = {"pg": [], "vf": [], "ent": [], "kl": [], "clipfrac": []}
         t1 = time.time()
         for _ in range(cfg.epochs):
-            order = self.rng.permutation(n)
-            for s in range(0, n, cfg.minibatch):
-                idx = np.sort(order[s:s + cfg.minibatch])
-                b = bc.batch(obs, idx)
-                logits, value = net(b, part=cfg.part)
-                dist = MaskedCategorical(logits, b["action_mask"])  # the masks stored with each step
-                logp = dist.log_prob(act[idx])
-                ratio = (logp - old_logp[idx]).exp()
-                a = adv[idx]
-                pg = torch.max(-a * ratio, -a * ratio.clamp(1 - cfg.clip, 1 + cfg.clip)).mean()
-                vf = 0.5 * (value - ret[idx]).pow(2).mean()
-                ent = dist.entropy().mean()
-                loss = pg + cfg.vf_coef * vf - ent_coef * ent
+            for idx in data.minibatches(cfg.minibatch, self.rng, by_point=net.static):
+                loss, st = ppo_loss(net, data, idx, cfg.part, cfg.clip, cfg.vf_coef, ent_coef)
                 self.opt.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)
                 self.opt.step()
-                with torch.no_grad():
-                    stats["pg"].append(float(pg))
-                    stats["vf"].append(float(vf))
-                    stats["ent"].append(float(ent))
-                    stats["kl"].append(float(((ratio - 1) - (logp - old_logp[idx])).mean()))
-                    stats["clipfrac"].append(float(((ratio - 1).abs() > cfg.clip).float().mean()))
+                for k, v in st.items():
+                    stats[k].append(v)
         self.iteration += 1
         done_jobs = [t.avg_jct_s for g in groups for t in g if t.terminated]
         return {
@@ -352,6 +460,7 @@ class Trainer:
             "steps": n, "return": float(np.mean(ep_returns)), "avg_jct_h_finished":
             float(np.mean(done_jobs) / 3600) if done_jobs else float("nan"), "ent_coef": ent_coef,
             "rollout_s": t_roll, "update_s": time.time() - t1, **{k: float(np.mean(v)) for k, v in stats.items()},
+            "steps_per_s": n / max(time.time() - t0, 1e-9),
         }
 
     # -- the whole run

@@ -96,7 +96,8 @@ def register_train(app: typer.Typer) -> None:
             err.print(f"it {row['iteration']:4d}  steps {row['env_steps']:>9,d}  horizon {row['horizon_h']:.1f} h  "
                       f"return {row['return']:8.2f}  entropy {row['ent']:.3f}  "
                       + (f"valid JCT {v:.3f} h  " if v == v else "")
-                      + f"best {row['best_valid_avg_jct_h']:.3f} h  [{row['wall_s'] / 60:.1f} min]",
+                      + f"best {row['best_valid_avg_jct_h']:.3f} h  {row['steps_per_s']:,.0f} steps/s  "
+                      f"[{row['wall_s'] / 60:.1f} min]",
                       highlight=False)
 
         try:

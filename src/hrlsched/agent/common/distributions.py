@@ -40,11 +40,23 @@ class MaskedCategorical:
     def log_prob(self, a: Tensor) -> Tensor:
         return self.log_p.gather(-1, a.long().unsqueeze(-1)).squeeze(-1)
 
-    def entropy(self) -> Tensor:
-        p = self.log_p.exp()
+    def entropy(self, among: Tensor | None = None) -> Tensor:
+        """The entropy over the valid actions; with ``among`` (bool, (A,) or
+        (B, A)), of the distribution conditioned on the action being among
+        those (their probabilities renormalised; 0 where none is valid):
+        neither its value nor its gradient depends on the other actions'
+        logits, so a bonus on it moves no probability onto them."""
+        mask, log_p = self.mask, self.log_p
+        if among is not None:
+            mask = mask & among.bool()
+            some = mask.any(-1, keepdim=True)
+            z = torch.where(mask, self.logits, torch.full_like(self.logits, float("-inf")))
+            # a row with none of ``among`` valid: all -inf would be nan; a finite row then counts for nothing
+            log_p = torch.log_softmax(torch.where(some, z, torch.zeros_like(z)), -1)
+        p = log_p.exp()
         # masked actions contribute nothing; their -inf log-probabilities are
         # replaced before the product so that neither value nor gradient is nan
-        lp = torch.where(self.mask, self.log_p, torch.zeros_like(self.log_p))
+        lp = torch.where(mask, log_p, torch.zeros_like(log_p))
         return -(p * lp).sum(-1)
 
 
