@@ -25,7 +25,7 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
-from hrlsched.agent.residual import residual_features, residual_weights
+from hrlsched.agent.residual import residual_scores, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
@@ -211,5 +211,5 @@ class CandidateScorer:
         np.maximum(h, 0.0, out=h)
         out = add_rules(h.dot(self._v) + self._u, dyn, base, ix, self.gap, self.bonus)
         if self.residual is not None:
-            out = out + residual_features(cluster, base, dyn, ix).dot(self.residual)
+            out = out + residual_scores(self.residual, cluster, base, dyn, ix)
         return out
