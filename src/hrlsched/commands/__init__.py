@@ -68,3 +68,19 @@ def runs_with_progress(err: Console, work: Callable[[Callable[[int, int], None]]
         except (ConfigError, ValueError, FileNotFoundError) as e:
             err.print(f"[red]error:[/red] {e}")
             raise typer.Exit(2) from None
+
+
+def seeds_or_exit(err: Console, text: str) -> list[int]:
+    """``--seeds`` parsed (``hrlsched.seeds.parse_seeds``); a bad one exits 2 with its message."""
+    from hrlsched.seeds import parse_seeds
+
+    try:
+        return parse_seeds(text)
+    except ValueError as e:
+        err.print(f"[red]error:[/red] {e}")
+        raise typer.Exit(2) from None
+
+
+def names(text: str | None) -> list[str] | None:
+    """A comma-separated list of names (``--policies``); None stays None."""
+    return None if text is None else [p.strip() for p in text.split(",") if p.strip()]

@@ -34,21 +34,17 @@ def register(app: typer.Typer) -> None:
         bound: mean average JCT ± 95% interval, the paired difference to the agent and
         the seeds where the agent is faster. Then how often the agent departs from its
         rules on the first seed. Runs already in OUT with the same config are reused."""
-        from hrlsched.commands import invoked_command, runs_with_progress
+        from hrlsched.commands import invoked_command, runs_with_progress, seeds_or_exit
+        from hrlsched.commands import names as name_list
         from hrlsched.experiments.evaluate import HEURISTICS, format_table
         from hrlsched.experiments.evaluate import evaluate as run_evaluate
         from hrlsched.experiments.evaluate import markdown as to_markdown
         from hrlsched.experiments.markdown import write_markdown
         from hrlsched.provenance import record_command
-        from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True)
-        try:
-            seed_list = parse_seeds(seeds)
-        except ValueError as e:
-            err.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(2) from None
-        names = HEURISTICS if policies is None else [p.strip() for p in policies.split(",") if p.strip()]
+        seed_list = seeds_or_exit(err, seeds)
+        names = HEURISTICS if policies is None else name_list(policies)
         if not rivals and (dl2 is not None or harmony is not None):
             err.print("[red]error:[/red] --dl2/--harmony: a rival's checkpoint is used with --rivals only")
             raise typer.Exit(2)

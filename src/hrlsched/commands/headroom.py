@@ -28,21 +28,15 @@ def register(app: typer.Typer) -> None:
         level 1, level 2 and both, with its gains over the rules and over the
         best heuristic paired by seed, its time per episode, and the
         alternatives it took."""
-        from hrlsched.commands import invoked_command, runs_with_progress
+        from hrlsched.commands import invoked_command, names, runs_with_progress, seeds_or_exit
         from hrlsched.experiments.headroom import headroom as run_headroom
         from hrlsched.experiments.headroom import markdown as to_markdown
         from hrlsched.experiments.markdown import write_markdown
-        from hrlsched.seeds import parse_seeds
 
         err = Console(stderr=True)
-        try:
-            seed_list = parse_seeds(seeds)
-        except ValueError as e:
-            err.print(f"[red]error:[/red] {e}")
-            raise typer.Exit(2) from None
-        names = None if policies is None else [p.strip() for p in policies.split(",") if p.strip()]
+        seed_list = seeds_or_exit(err, seeds)
         rows = runs_with_progress(err, lambda progress: run_headroom(
-            case, seed_list, out, lookahead, names, workers, progress,
+            case, seed_list, out, lookahead, names(policies), workers, progress,
             tuple(x.strip() for x in levels.split(",") if x.strip())))
         text = to_markdown(rows, lookahead)
         print(text)
