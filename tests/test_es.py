@@ -95,21 +95,3 @@ def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it
     with pytest.raises(CheckpointError, match="features"):
         HRLScheduler(tmp_path / "bad.pt")
 
-
-def test_residual_scores_are_the_features_weighted() -> None:
-    from hrlsched.agent.residual import residual_features, residual_scores
-    from hrlsched.envs import features as F
-
-    rng = np.random.default_rng(0)
-    n = 9
-    base = np.zeros((n, len(F.CANDIDATE_FEATURES)), dtype=np.float32)
-    dyn = rng.random((n, len(F.DYN_FEATURES))).astype(np.float32)
-    dyn[:, F.DYN_FEATURES.index("is_hint")] = 0
-    dyn[4, F.DYN_FEATURES.index("is_hint")] = 1
-    base[:, F.CANDIDATE["workers"]] = np.array([0, 0, 1, 2, 4, 8, 2, 4, 8]) / F.WORKER_SCALE
-    base[6:, F.CANDIDATE["arch_ps"]] = 1
-    ix = np.arange(n)
-    cluster = rng.random(len(F.CLUSTER_FEATURES)).astype(np.float32)
-    w = rng.normal(size=7)
-    np.testing.assert_allclose(residual_scores(w, cluster, base, dyn, ix),
-                               residual_features(cluster, base, dyn, ix).dot(w), rtol=1e-6, atol=1e-9)

@@ -129,8 +129,8 @@ def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: 
 @dataclass
 class ESState:
     theta: np.ndarray
-    m: np.ndarray
-    v: np.ndarray
+    m: np.ndarray  # es: Adam's first moment
+    v: np.ndarray  # es: Adam's second moment; cem: each weight's spread (0 before the first iteration)
     iteration: int = 0
     elapsed_s: float = 0.0
     best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0: the rules themselves)
@@ -274,7 +274,7 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])
     ck["state_dict"] = sd
     ck = with_residual(ck, theta)
-    ck["config"] = {"method": "es", **asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back)}
+    ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back)}
     ck["iteration"] = iteration
     ck["best_jct_s"] = None
     ck["es_held_back_gain_pct"] = gain

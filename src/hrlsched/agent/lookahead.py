@@ -174,14 +174,12 @@ class LookaheadScheduler(Scheduler):
         self._others: dict[str, Scheduler] = {}
         self._roller: Scheduler | None = None
         self._sim: Any = None
-        self._topology: Topology | None = None
         self.stats = LookaheadStats()
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         from hrlsched.policies.registry import make_scheduler
 
         cfg = self.config
-        self._topology = topology
         self.rules.reset(topology, np.random.default_rng(0))
         self._alt_rules = {}
         if cfg.level in ("placement", "both"):

@@ -41,27 +41,19 @@ _SPEED, _HINT = F.DYN_FEATURES.index("speed_vs_requested"), F.DYN_FEATURES.index
 
 def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix: np.ndarray) -> np.ndarray:
     """(valid slots, ``RESIDUAL_FEATURES``) for one choice
-    (``DecisionPoint.allocation_rows``' arrays); zeros where the hint's slot
-    is *wait* or *keep* or missing."""
+    (``DecisionPoint.allocation_rows``' arrays): each feature is the score
+    ``residual_scores`` gives with a weight of 1 on it alone (one
+    definition; this spelled-out form is for reading and tests)."""
+    eye = np.eye(len(RESIDUAL_FEATURES))
     out = np.zeros((len(ix), len(RESIDUAL_FEATURES)), dtype=np.float64)
-    h = int(dyn[:, _HINT].argmax())
-    if dyn[h, _HINT] <= 0 or ix[h] <= KEEP:
-        return out
-    real = ix > KEEP
-    w, hw = base[:, _WORKERS], base[h, _WORKERS]
-    same = real & (base[:, _ARCH] == base[h, _ARCH]) & (base[:, _MODE] == base[h, _MODE])
-    free, queued = float(cluster[_FREE]), float(cluster[_QUEUED])
-    for col, factor in ((0, 2.0), (3, 0.5)):
-        on = (same & np.isclose(w, hw * factor)).astype(np.float64)
-        out[:, col], out[:, col + 1], out[:, col + 2] = on, on * free, on * queued
-    out[:, 6] = dyn[:, _SPEED] - dyn[h, _SPEED]
-    out[~real] = 0.0
+    for i in range(len(RESIDUAL_FEATURES)):
+        out[:, i] = residual_scores(eye[i], cluster, base, dyn, ix)
     return out
 
 
 def residual_scores(weights: np.ndarray, cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray,
                     ix: np.ndarray) -> np.ndarray | float:
-    """``residual_features(...).dot(weights)``, with the per-point factors
+    """The residual's score of each valid slot: its features weighted, with the per-point factors
     folded into two scalars first (a decision point makes hundreds of
     choices: fewer array operations each). 0.0 where the hint's slot is
     *wait*, *keep* or missing."""
