@@ -5,9 +5,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("torch")
-
-from hrlsched.experiments.headroom import Case, headroom, lookahead_policy, markdown  # noqa: E402
+from hrlsched.experiments.headroom import Case, headroom, lookahead_policy, markdown
 
 
 def test_cases_parse_and_bad_ones_are_refused() -> None:

@@ -3,14 +3,12 @@
 import numpy as np
 import pytest
 
-pytest.importorskip("torch")  # (the agent package; the lookahead itself needs no network)
-
-from hrlsched.agent.lookahead import LookaheadConfig, LookaheadScheduler  # noqa: E402
-from hrlsched.agent.rules import RulesScheduler  # noqa: E402
-from hrlsched.config import resolve_run_config  # noqa: E402
-from hrlsched.policies.registry import make_scheduler  # noqa: E402
-from hrlsched.scenario import build_scenario  # noqa: E402
-from hrlsched.sim.engine import Simulator  # noqa: E402
+from hrlsched.agent.lookahead import LookaheadConfig, LookaheadScheduler
+from hrlsched.agent.rules import RulesScheduler
+from hrlsched.config import resolve_run_config
+from hrlsched.policies.registry import make_scheduler
+from hrlsched.scenario import build_scenario
+from hrlsched.sim.engine import Simulator
 
 SETS = ["workload.jobs=20", "workload.duration_h=1"]
 
