@@ -136,3 +136,12 @@ def test_every_study_plans_and_its_quick_size_fits_ten_minutes(tmp_path: Path) -
         full = plan(exp, tmp_path / name)
         assert estimate_s(full, 2) > estimate_s(quick, 2) and {t.seed for t in full} >= {t.seed for t in quick}, name
     assert os.listdir(tmp_path) == []  # planning writes nothing
+
+
+def test_every_policy_means_every_scheduler_but_the_oracle_planners() -> None:
+    # the lookahead takes minutes per episode: a study of every policy leaves it to docs/headroom.md
+    from hrlsched.policies.registry import PLANNERS, SCHEDULERS
+
+    every = studies.EXPERIMENTS["main"].policy_list(quick=True)
+    assert PLANNERS and not PLANNERS & set(every)
+    assert set(SCHEDULERS) - PLANNERS <= set(every) and {"hrl", "dl2", "harmony", "optimus-tuned"} <= set(every)
