@@ -418,7 +418,9 @@ def plot_curve(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xlabel("wall time (min)")
     ax.set_ylabel("gain in average JCT over the rules (%)")
-    ax.set_title(title, fontsize=10)
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)  # several cases make a long title
     ax.legend(fontsize=8)
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}))
