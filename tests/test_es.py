@@ -154,3 +154,17 @@ def test_the_selector_takes_a_heuristic_where_its_score_is_positive(tmp_path: Pa
     common.save(tmp_path / "bad.pt", bad)
     with pytest.raises(CheckpointError, match="selector weights"):
         HRLScheduler(tmp_path / "bad.pt")
+
+
+def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.es import _start
+    from hrlsched.agent.policy import SHIPPED
+    from hrlsched.agent.selector import with_selector
+
+    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    assert not _start(ck, ("residual", "selector"), "x").any()
+    w = np.arange(15, dtype=float).reshape(3, 5)
+    got = _start(with_selector(ck, w), ("residual", "selector"), "x")
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))

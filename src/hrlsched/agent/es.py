@@ -30,7 +30,9 @@ tried first, small perturbations changed no choice and larger ones made
 What is learned (``learn``, ``PARTS``): the residual (per job and slot,
 ``agent.residual``), the point selector (per decision point, another
 heuristic's whole decision, ``agent.selector``), or both, as one vector of
-weights; the parts not learned are the starting checkpoint's. The
+weights; the parts not learned are the starting checkpoint's, and a
+learned part it has is the first mean (a run goes on from an earlier
+run's agent). The
 episodes' workloads come from one scenario (``scenario``, ``overrides``) or
 alternate among several cases (``cases``, ``SCENARIO[@key=value,...]``, as
 ``hrlsched headroom``'s): one agent for a family of clusters.
@@ -247,7 +249,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             raise ValueError(f"--out {out}: a training is there already; --resume continues it")
         out.mkdir(parents=True, exist_ok=True)
         write_text(out / "config.yaml", cfg_text)
-        state = ESState(np.zeros(dim), np.zeros(dim), np.zeros(dim))
+        state = ESState(_start(base_ck, tuple(cfg.learn), init), np.zeros(dim), np.zeros(dim))
     rng = np.random.default_rng([cfg.seed, 0xE5])
     for _ in range(state.iteration):  # the perturbations already drawn, drawn again (the stream resumes)
         rng.standard_normal((cfg.pairs, dim))
@@ -332,6 +334,17 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                    f"{' and '.join(learn)}, held-back seeds "
                    f"{cfg.held_back[0]}-{cfg.held_back[-1]}")
     return state
+
+
+def _start(base_ck: dict[str, Any], learn: tuple[str, ...], source: str) -> np.ndarray:
+    """The first weights: each learned part's from the starting checkpoint
+    where it has that part (a run goes on from an earlier one's agent), 0
+    otherwise (the rules)."""
+    from hrlsched.agent.residual import residual_weights
+    from hrlsched.agent.selector import selector_weights
+
+    have = {"residual": residual_weights(base_ck, source), "selector": selector_weights(base_ck, source)}
+    return np.concatenate([np.zeros(PARTS[p]) if have.get(p) is None else np.ravel(have[p]) for p in learn])
 
 
 def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESConfig, iteration: int,
