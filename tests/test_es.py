@@ -30,10 +30,10 @@ def test_a_zero_residual_is_the_rules() -> None:
     case = "default@" + ",".join(SETS)
     jct, steps = _episode(None, case, 101, None)
     assert jct == rules and steps > 0
-    assert _episode(None, case, 101, np.zeros(7)) == (jct, steps)
-    # a zero selector, alone or with the residual, is the rules too
-    assert _episode(None, case, 101, np.zeros(15), ("selector",)) == (jct, steps)
+    # zero weights on every learned part the shipped agent has are the rules too (a part not learned is the
+    # starting checkpoint's: its selector stays where only the residual is learned)
     assert _episode(None, case, 101, np.zeros(22), ("residual", "selector")) == (jct, steps)
+    assert _episode(None, case, 101, np.zeros(15), ("selector",)) == (jct, steps)
 
 
 @pytest.mark.parametrize("method", ["es", "cem"])
@@ -163,7 +163,7 @@ def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
     from hrlsched.agent.policy import SHIPPED
     from hrlsched.agent.selector import with_selector
 
-    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
     assert not _start(ck, ("residual", "selector"), "x").any()
     w = np.arange(15, dtype=float).reshape(3, 5)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")

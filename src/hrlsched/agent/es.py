@@ -368,6 +368,10 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     ck = with_selector(with_residual(ck, parts["residual"]), parts["selector"])
     ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back),
                     "learn": list(cfg.learn), "cases": list(cfg.cases)}
+    if cfg.cases:  # the cases name the workloads; scenario and overrides were not used
+        del ck["config"]["scenario"], ck["config"]["overrides"]
+    # where the rules and the encoders came from: the starting checkpoint's record (its hint's tuning)
+    ck["init"] = {k: base_ck[k] for k in ("config", "tune", "hint_gap_weight", "init") if k in base_ck}
     ck["iteration"] = iteration
     ck["best_jct_s"] = None
     ck["es_held_back_gain_pct"] = gain
