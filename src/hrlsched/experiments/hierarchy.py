@@ -251,6 +251,29 @@ def curve(run: Path) -> list[dict[str, float]]:
     return rows
 
 
+def greedy_waits(run: Path, seed: int) -> tuple[int, float]:
+    """The final weights' greedy episode on held-back workload ``seed``: its
+    steps and the share of them that make a job wait (Flat-v0: *stop*
+    before any worker; Hierarchical-v0: the *wait* slot)."""
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.rollout import RolloutSpec
+    from hrlsched.agent.rollout import run as rollout
+    from hrlsched.envs.candidates import WAIT
+
+    ck = ckpt.load(Path(run) / "last.pt")
+    part = ck["part"]
+    tr = rollout(RolloutSpec(part, ck["env_kwargs"], int(seed), [0], net_config=ck["net"], state_dict=ck["state_dict"],
+                             act="greedy", values=False))[0]
+    if part == "flat":  # stop (the last action) where the action before it placed no worker: the job waits
+        stop, gpus = int(tr.obs["action_mask"].shape[1]) - 1, int(tr.obs["gpu_mask"].shape[1])
+        new_point = np.r_[True, tr.points[1:] != tr.points[:-1]]
+        after_worker = np.r_[False, tr.actions[:-1] < gpus] & ~new_point
+        waits = int(np.count_nonzero((tr.actions == stop) & ~after_worker))
+    else:
+        waits = int(np.count_nonzero(tr.actions == WAIT))
+    return tr.steps, waits / max(tr.steps, 1)
+
+
 def heuristic_jct_h(policy: str, scenario: str, overrides: Sequence[str], seeds: Sequence[int]) -> float:
     """``policy``'s mean avg JCT (h) over ``seeds``."""
     from hrlsched.config import resolve_run_config
@@ -295,12 +318,14 @@ def write_curves(out: Path, curves: dict[str, list[dict[str, float]]], refs: dic
 
 
 def curves_markdown(curves: dict[str, list[dict[str, float]]], refs: dict[str, float],
-                    params: dict[str, int]) -> str:
+                    params: dict[str, int], waits: dict[str, tuple[int, float]]) -> str:
     """The curves' table: per agent its first and last evaluation, the best,
-    its wall time, and the gain of its last over each heuristic."""
+    its wall time, the gain of its last over each heuristic, and ``waits``
+    (``greedy_waits``)."""
     ref_cols = "".join(f" | last vs {p}" for p in refs)
-    lines = [f"| agent | parameters | env steps | wall time (min) | held-back avg JCT (h): start, last, best{ref_cols} |",
-             "|---|---:|---:|---:|---|" + "---:|" * len(refs)]
+    lines = [f"| agent | parameters | env steps | wall time (min) | held-back avg JCT (h): start, last, best{ref_cols} "
+             "| greedy episode on the first held-back seed: steps, share that make a job wait |",
+             "|---|---:|---:|---:|---|" + "---:|" * len(refs) + "---|"]
     for name, rows in curves.items():
         if not rows:
             continue
@@ -308,7 +333,8 @@ def curves_markdown(curves: dict[str, list[dict[str, float]]], refs: dict[str, f
         best = min(r["valid_avg_jct_h"] for r in rows)
         gains = "".join(f" | {100 * (v - last['valid_avg_jct_h']) / v:+.1f}%" for v in refs.values())
         lines.append(f"| {name} | {params.get(name, 0):,} | {last['env_steps']:,.0f} | {last['wall_s'] / 60:.1f} | "
-                     f"{first['valid_avg_jct_h']:.3f}, {last['valid_avg_jct_h']:.3f}, {best:.3f}{gains} |")
+                     f"{first['valid_avg_jct_h']:.3f}, {last['valid_avg_jct_h']:.3f}, {best:.3f}{gains} | "
+                     f"{waits[name][0]}, {100 * waits[name][1]:.0f}% |")
     lines.append("")
     lines.append("Heuristics on the same held-back seeds: " + ", ".join(f"{p} {v:.3f} h" for p, v in refs.items())
                  + ". Gain: (heuristic - agent) / heuristic; positive: the agent is faster.")
@@ -393,7 +419,8 @@ def hierarchy(out: Path, size_cases: Sequence[str], size_seed: int, teacher: str
         write_curves(out, curves, refs, f"PPO from scratch, {text}; held-back seeds "
                                         f"{valid_seeds[0]}-{valid_seeds[-1]}")
         parts += [f"### Learning curves: `{text}`, held-back seeds {valid_seeds[0]}-{valid_seeds[-1]}", "",
-                  curves_markdown(curves, refs, {n: n_parameters(lv) for n, lv in AGENTS.items()}),
+                  curves_markdown(curves, refs, {n: n_parameters(lv) for n, lv in AGENTS.items()},
+                                  {n: greedy_waits(r, valid_seeds[0]) for n, r in runs.items()}),
                   "![curves](hierarchy-curves.png)", "", "Data: [hierarchy-curves.csv](hierarchy-curves.csv).", ""]
     body = "\n".join(parts)
     write_text(out / "summary.md", body)
