@@ -129,7 +129,7 @@ class TrainConfig(RunConfig):
         self.hint_config()
 
     def hint_config(self) -> HintConfig | None:
-        """Level 1's hint (None at level 2, which has none)."""
+        """Level 1's hint (None at level 2 and flat, which have no level 1)."""
         return None if self.level in ("2", "flat") else HintConfig.parse(self.hint or "")
 
     @property
