@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 H = 3600.0
 
 
-def _experiment(folder: Path, drop: str | None = None) -> Path:
+def _experiment(folder: Path, drop: str | None = None, oracle_on: tuple[str, ...] = ("default", "comm")) -> Path:
     """A tiny output of ``experiment main``: fifo and srtf (an oracle) on two settings, seeds 0 and 1."""
     figures = {  # (setting, policy) -> per seed: avg JCT (s), GPU util, restarts
         ("default", "fifo"): [(1 * H, 0.5, 0), (2 * H, 0.5, 2)],
@@ -45,10 +45,11 @@ def _experiment(folder: Path, drop: str | None = None) -> Path:
         w = csv.DictWriter(fh, columns, extrasaction="ignore", lineterminator="\n")
         w.writeheader()
         for (setting, policy), seeds in figures.items():
+            oracle = policy == "srtf" and setting in oracle_on
             for seed, (avg, util, restarts) in enumerate(seeds):
                 w.writerow({"experiment": "main", "factor": "scenario", "value": setting, "scenario": setting,
-                            "policy": policy, "seed": seed, "information": "truth" if policy == "srtf" else "",
-                            "oracle": "true" if policy == "srtf" else "false", "avg_jct_s": avg,
+                            "policy": policy, "seed": seed, "information": "truth" if oracle else "",
+                            "oracle": "true" if oracle else "false", "avg_jct_s": avg,
                             "p95_jct_s": 2 * avg, "p99_jct_s": 3 * avg, "makespan_s": 10 * H, "gpu_util_mean": util,
                             "restarts_total": restarts, "max_ftf": 1.5, "lower_bound_avg_jct_s": 0.5 * H})
     (folder / "experiment.json").write_text(json.dumps({
@@ -80,6 +81,13 @@ def test_results_page_from_a_small_experiment(tmp_path: Path) -> None:
             "**1.50 ± 0.00** |\n"
             "| lower bound | 0.500 ± 0.000 | - | - | - | - | - | - |\n") in text
     assert text.endswith(f"\n{END}\n")
+
+
+def test_results_page_marks_an_oracle_per_workload_where_it_differs(tmp_path: Path) -> None:
+    folder = _experiment(tmp_path / "exp", oracle_on=("default",))
+    text = write_results_page(tmp_path / "results.md", folder, "c").read_text()
+    assert "| srtf | **1.000 ± 0.000** (oracle) | 2.000 ± 0.000 |\n" in text
+    assert "\n| srtf | 2.000 ± 0.000 |" in text  # comm's table: no mark
 
 
 def test_results_page_keeps_its_reading(tmp_path: Path) -> None:

@@ -209,7 +209,9 @@ def experiment_body(folder: str | Path, command: str) -> str:
     settings = _settings(rows)
     policies = list(dict.fromkeys(r["policy"] for r in rows))
     seeds = sorted({int(r["seed"]) for r in rows})
-    marks = {r["policy"]: _mark(r) for r in rows}
+    # a policy's mark per setting (a predictor with an error there makes it no oracle there)
+    marks = {(str(r["value"]), r["policy"]): _mark(r) for r in rows}
+    same = {p: len({marks[(s, p)] for s in settings}) == 1 for p in policies}
     avg = METRICS[0]
     inv = meta.get("invocations", [])
     wall = sum(float(i.get("wall_s", 0.0)) for i in inv) / 60
@@ -228,7 +230,9 @@ def experiment_body(folder: str | Path, command: str) -> str:
     cols = {s: [_pm([r[avg.column] for r in g[(s, p)]], avg) for p in policies] for s in settings}
     bold = {s: _bold_best([c for c, _ in cols[s]], [m for _, m in cols[s]]) for s in settings}
     for i, p in enumerate(policies):
-        lines.append(f"| {p}{marks[p]} | " + " | ".join(bold[s][i] for s in settings) + " |")
+        mark = marks[(settings[0], p)] if same[p] else ""
+        lines.append(f"| {p}{mark} | " + " | ".join(
+            bold[s][i] + ("" if same[p] else marks[(s, p)]) for s in settings) + " |")
     lines.append("| lower bound | " + " | ".join(
         _pm([r[LOWER_BOUND] for r in g[(s, policies[0])]], avg)[0] for s in settings) + " |")
     for s in settings:
@@ -240,7 +244,7 @@ def experiment_body(folder: str | Path, command: str) -> str:
             cells = [_pm([r[m.column] for r in g[(s, p)]], m) for p in order]
             table.append(_bold_best([c for c, _ in cells], [v for _, v in cells], m.higher_is_better))
         for i, p in enumerate(order):
-            lines.append(f"| {p}{marks[p]} | " + " | ".join(col[i] for col in table) + " |")
+            lines.append(f"| {p}{marks[(s, p)]} | " + " | ".join(col[i] for col in table) + " |")
         bound = _pm([r[LOWER_BOUND] for r in g[(s, order[0])]], avg)[0]
         lines.append(f"| lower bound | {bound} |" + " - |" * (len(METRICS) - 1))
     return "\n".join(lines) + "\n\n"
