@@ -241,7 +241,7 @@ def test_targets_read_the_rules_only_row_and_the_lookahead() -> None:
     ev = {"rows": [row("hrl", "agent", 95.0), row("rules-only", "ablation", 100.0, -5.0, 1.0),
                    row("lookahead", "oracle planner", 90.0)]}
     never, pays = targets(ev)
-    assert never.endswith("holds") and "takes 50%" in pays and pays.endswith("holds")
+    assert never.endswith("holds") and "takes 50.0%" in pays and pays.endswith("holds")
     ev["rows"][1] = row("rules-only", "ablation", 94.0, 1.0, 0.5)
     never, pays = targets(ev)
     assert "MISSED" in never and "MISSED" in pays
@@ -266,3 +266,19 @@ def test_explain_counts_the_points_the_selector_gives_to_a_heuristic(tmp_path: P
     assert sel["points"] > 0 and sel["taken"] == {"optimus+pack": 0, "srtf+pack": sel["points"], "drf+pack": 0}
     r = invoke("explain", "--seed", "0", "--checkpoint", str(tmp_path / "s.pt"), *TINY)
     assert "the point selector takes another heuristic's whole decision" in r.output, r.output
+
+
+def test_the_targets_read_the_room_taken_from_the_lookahead_row() -> None:
+    from hrlsched.experiments.evaluate import targets
+
+    def ev(agent: float) -> dict:
+        return {"rows": [
+            {"row": "hrl", "kind": "agent", "avg_jct_s": agent},
+            {"row": "rules-only", "kind": "ablation", "avg_jct_s": 4411.17, "agent_minus_row_s": agent - 4411.17,
+             "agent_minus_row_s_ci95": 10.0},
+            {"row": "lookahead/every=24", "kind": "oracle planner", "avg_jct_s": 4321.48}]}
+
+    never, pays = targets(ev(4366.72))
+    assert never.endswith("holds") and "2.0% ahead" in pays and "49.6%" in pays and "by 0.4 points" in pays
+    assert targets(ev(4360.0))[1].endswith("holds")
+    assert "MISSED" in targets(ev(4430.0))[0]

@@ -329,9 +329,9 @@ def targets(ev: dict[str, Any]) -> list[str]:
         if share < 0.02:
             verdict = "not required (room under 2%)"
         else:
-            verdict = "holds" if taken >= 0.5 else f"MISSED (by {100 * (0.5 - taken):.0f} points of the room)"
+            verdict = "holds" if taken >= 0.5 else f"MISSED (by {100 * (0.5 - taken):.1f} points of the room)"
         out.append(f"target 'learning pays where there is room': the lookahead is {100 * share:.1f}% ahead of the "
-                   f"rules; the agent takes {100 * taken:.0f}% of that room (target: half where the room is 2% or "
+                   f"rules; the agent takes {100 * taken:.1f}% of that room (target: half where the room is 2% or "
                    f"more): {verdict}")
     return out
 
