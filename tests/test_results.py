@@ -65,7 +65,7 @@ def test_results_page_from_a_small_experiment(tmp_path: Path) -> None:
     assert text.startswith(f"# Results\n\n{BEGIN}; made by: hrlsched results --experiment exp (")
     assert made_by(text) == "hrlsched results --experiment exp"
     assert f"the output of `hrlsched experiment main --seeds 0-1 --out {folder}`" in text
-    assert "1.5 minutes of wall time on 2 workers" in text
+    assert "(hrlsched 0.1.0, full size, 2 workers: 10 runs in 1.5 minutes of wall time)" in text
     # the overview: average JCT per workload, the lowest in bold, the oracle marked; t(0.975, 1) = 12.706
     assert ("| policy | `default` | `comm` |\n|---|---|---|\n"
             "| fifo | 1.500 ± 6.353 | **1.000 ± 0.000** |\n"
@@ -261,7 +261,7 @@ def _command_parses(command: str) -> None:
     cmd.make_context("results", words[2:])  # an unknown option or a bad value raises
 
 
-@pytest.mark.parametrize("path", ["README.md"])
+@pytest.mark.parametrize("path", ["README.md", "docs/results.md"])
 def test_committed_pages_name_their_command(path: str) -> None:
     text = (ROOT / path).read_text()
     command = made_by(text)
