@@ -80,6 +80,7 @@ def main() -> None:
         gc.collect()
         gc.freeze()
     first, cold, warm, steps, jobs = 0.0, [], [], [], 0
+    taken = {"burst": 0, "steady": 0}  # timed points where the learned selector took another heuristic's decision
     for r in range(args.repeat + 1):
         sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
         view = sim.reset(r)
@@ -92,6 +93,7 @@ def main() -> None:
         pol.reset(built.topology, np.random.default_rng(r))
         for i in range(args.points + 1):
             s0 = pol.steps
+            t_sel = int(pol.selector.taken.sum()) if pol.selector is not None else 0
             if args.breakdown:
                 total.clear()
             t0 = time.perf_counter()
@@ -107,6 +109,8 @@ def main() -> None:
             else:
                 cold.append(dt)
             steps.append(pol.steps - s0)
+            if pol.selector is not None and r > 0 and int(pol.selector.taken.sum()) > t_sel:
+                taken["burst" if i == 0 else "steady"] += 1
             view = sim.step(dec).view
             if view is None:
                 break
@@ -121,6 +125,9 @@ def main() -> None:
     print(f"  steady (later points):                  {ms(warm)}")
     print(f"  warm-up (the process's first point):     {first * 1000:.0f} ms (prices every model's menu once)")
     print(f"  heap after loading the policy: {'frozen (gc.freeze)' if args.freeze else 'not frozen (--no-freeze)'}")
+    if pol.selector is not None:
+        print(f"  its point selector took another heuristic's whole decision at {taken['burst']} of {len(cold)} burst "
+              f"and {taken['steady']} of {len(warm)} steady points timed")
     if parts:
         print("  parts (ms, timers included): warm-up point, burst points' median")
         for key, v in sorted(parts.items(), key=lambda kv: -kv[1][0]):

@@ -27,9 +27,13 @@ def test_a_zero_residual_is_the_rules() -> None:
     b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
     res = Simulator(b.topology, b.jobs, b.perf, RulesScheduler(), b.engine, seed=101, predictor=b.predictor).run()
     rules = float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
-    jct, steps = _episode(None, "default", SETS, 101, None)
+    case = "default@" + ",".join(SETS)
+    jct, steps = _episode(None, case, 101, None)
     assert jct == rules and steps > 0
-    assert _episode(None, "default", SETS, 101, np.zeros(7)) == (jct, steps)
+    # zero weights on every learned part the shipped agent has are the rules too (a part not learned is the
+    # starting checkpoint's: its selector stays where only the residual is learned)
+    assert _episode(None, case, 101, np.zeros(22), ("residual", "selector")) == (jct, steps)
+    assert _episode(None, case, 101, np.zeros(15), ("selector",)) == (jct, steps)
 
 
 @pytest.mark.parametrize("method", ["es", "cem"])
@@ -53,6 +57,12 @@ def test_bad_settings_are_refused() -> None:
         cfg(pairs=0)
     with pytest.raises(ValueError, match="method"):
         cfg(method="sgd")
+    with pytest.raises(ValueError, match="learn"):
+        cfg(learn=("network",))
+    with pytest.raises(ValueError, match="cases"):
+        cfg(cases=("comm",))  # with overrides: each case carries its own
+    with pytest.raises(ValueError, match="expected SCENARIO"):
+        cfg(overrides=(), cases=("comm@noequals",))
 
 
 def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() -> None:
@@ -95,3 +105,66 @@ def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it
     with pytest.raises(CheckpointError, match="features"):
         HRLScheduler(tmp_path / "bad.pt")
 
+
+
+def test_a_selector_learned_on_two_cases_is_saved_with_the_fixed_parts_and_resumes(tmp_path: Path) -> None:
+    from hrlsched.agent.policy import HRLScheduler
+
+    c = cfg(overrides=(), cases=("default@" + ",".join(SETS), "comm@" + ",".join(SETS)), learn=("selector",),
+            method="cem", seeds_per_pair=2, sigma=2.0)
+    st = train(c, tmp_path / "s")
+    assert st.theta.shape == (15,) and set(st.rules_held) == {f"{x}|100" for x in c.cases}
+    if (tmp_path / "s" / "best.pt").is_file():
+        agent = HRLScheduler(tmp_path / "s" / "best.pt")
+        assert agent.selector is not None and agent.residual is None
+    again = train(c, tmp_path / "s", resume=True)
+    np.testing.assert_array_equal(again.theta, st.theta)
+
+
+def test_the_selector_takes_a_heuristic_where_its_score_is_positive(tmp_path: Path) -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.policy import SHIPPED, HRLScheduler
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
+    from hrlsched.config import resolve_run_config
+    from hrlsched.errors import CheckpointError
+    from hrlsched.experiments.ablation import rules_only
+    from hrlsched.policies.registry import make_scheduler
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
+    w[0, 0] = 1.0  # optimus+pack at every point
+    common.save(tmp_path / "s.pt", with_selector(ck, w))
+    agent = HRLScheduler(tmp_path / "s.pt")
+    b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
+
+    def jct(s: object) -> float:
+        res = Simulator(b.topology, b.jobs, b.perf, s, b.engine, seed=101, predictor=b.predictor).run()
+        return float(np.nanmean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
+
+    got = jct(agent)
+    assert agent.selector is not None and agent.selector.taken[0] == agent.selector.points > 0
+    # (the agent's recheck_s adds points where Optimus repeats itself: the same runs but for float rounding)
+    assert got == pytest.approx(jct(make_scheduler("optimus+pack")), rel=1e-9)
+    assert "selector" not in rules_only(with_selector(ck, w))
+    bad = with_selector(ck, w)
+    bad["selector"]["weights"] = [[1.0]]
+    common.save(tmp_path / "bad.pt", bad)
+    with pytest.raises(CheckpointError, match="selector weights"):
+        HRLScheduler(tmp_path / "bad.pt")
+
+
+def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.es import _start
+    from hrlsched.agent.policy import SHIPPED
+    from hrlsched.agent.selector import with_selector
+
+    ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
+    assert not _start(ck, ("residual", "selector"), "x").any()
+    w = np.arange(15, dtype=float).reshape(3, 5)
+    got = _start(with_selector(ck, w), ("residual", "selector"), "x")
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))

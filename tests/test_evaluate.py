@@ -247,3 +247,22 @@ def test_targets_read_the_rules_only_row_and_the_lookahead() -> None:
     assert "MISSED" in never and "MISSED" in pays
     ev["rows"][2] = row("lookahead", "oracle planner", 99.0)
     assert "not required" in targets(ev)[1]
+
+
+def test_explain_counts_the_points_the_selector_gives_to_a_heuristic(tmp_path: Path) -> None:
+    import numpy as np
+
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.policy import SHIPPED
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
+
+    w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
+    w[1, 0] = 1.0  # srtf+pack at every point
+    common.save(tmp_path / "s.pt", with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), w))
+    r = invoke("explain", "--seed", "0", "--json", "--checkpoint", str(tmp_path / "s.pt"), *TINY)
+    assert r.exit_code == 0, r.output
+    sel = json.loads(r.raw)["selector"]
+    assert sel["points"] > 0 and sel["taken"] == {"optimus+pack": 0, "srtf+pack": sel["points"], "drf+pack": 0}
+    r = invoke("explain", "--seed", "0", "--checkpoint", str(tmp_path / "s.pt"), *TINY)
+    assert "the point selector takes another heuristic's whole decision" in r.output, r.output

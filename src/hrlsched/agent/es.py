@@ -1,4 +1,4 @@
-"""Evolution strategies on the agent's learned residual: ``hrlsched train-es``.
+"""Evolution strategies on the agent's learned parts: ``hrlsched train-es``.
 
 The ``hrl`` agent scores each job's menu slots with its rules (the hint's
 bonus and the speed gap, ``agent.rules``) plus what it learned. Here that is
@@ -27,6 +27,16 @@ Why not the free scorer's last layer (64 weights on its hidden features):
 tried first, small perturbations changed no choice and larger ones made
 *wait* win nearly everywhere, a landscape of flat plateaus and cliffs.
 
+What is learned (``learn``, ``PARTS``): the residual (per job and slot,
+``agent.residual``), the point selector (per decision point, another
+heuristic's whole decision, ``agent.selector``), or both, as one vector of
+weights; the parts not learned are the starting checkpoint's, and a
+learned part it has is the first mean (a run goes on from an earlier
+run's agent). The
+episodes' workloads come from one scenario (``scenario``, ``overrides``) or
+alternate among several cases (``cases``, ``SCENARIO[@key=value,...]``, as
+``hrlsched headroom``'s): one agent for a family of clusters.
+
 Seeds: training workloads from 1000 on (fresh each iteration); the curve
 is measured on held-back seeds 100-119; evaluation seeds 0-99 are never
 seen. Every iteration saves ``state.pt`` (whole, by rename) so that
@@ -48,11 +58,14 @@ from typing import Any
 import numpy as np
 
 from hrlsched.agent.residual import RESIDUAL_FEATURES, with_residual
+from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
 
 TRAIN_SEED0 = 1000
 HELD_BACK = tuple(range(100, 120))
 CEM_SMOOTH = 0.7  # the share of the elite's mean and spread taken each iteration
 LAYER = "cand.2.weight"  # the free scorer's last layer: zeroed, so that the agent is its rules plus the residual
+#: the parts ES can learn, by checkpoint key: their number of weights
+PARTS = {"residual": len(RESIDUAL_FEATURES), "selector": len(SELECTOR_POLICIES) * len(SELECTOR_FEATURES)}
 
 
 @dataclass(frozen=True)
@@ -72,6 +85,8 @@ class ESConfig:
     seed: int = 0  # the perturbations' stream
     workers: int = 2
     method: str = "es"  # "es": the gradient estimate and Adam; "cem": the cross-entropy method
+    learn: tuple[str, ...] = ("residual",)  # the parts learned (PARTS), in theta's order
+    cases: tuple[str, ...] = ()  # several training cases, SCENARIO[@key=value,...], instead of scenario+overrides
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -85,20 +100,58 @@ class ESConfig:
             raise ValueError("es held_back: expected at least one seed")
         if self.method not in ("es", "cem"):
             raise ValueError(f"es method: expected 'es' or 'cem', got {self.method!r}")
+        if not self.learn or len(set(self.learn)) != len(self.learn) or any(p not in PARTS for p in self.learn):
+            raise ValueError(f"es learn: expected distinct parts among {sorted(PARTS)}, got {list(self.learn)}")
+        if self.cases and self.overrides:
+            raise ValueError("es cases: each case carries its overrides (SCENARIO@key=value,...); give no --set with them")
+        for c in self.training_cases():
+            _case(c)  # the form checked here; the scenario where the run starts
+
+    def training_cases(self) -> tuple[str, ...]:
+        """The cases the workloads come from, ``SCENARIO[@key=value,...]`` each."""
+        if self.cases:
+            return tuple(self.cases)
+        return (self.scenario + ("@" + ",".join(self.overrides) if self.overrides else ""),)
+
+    @property
+    def dim(self) -> int:
+        return sum(PARTS[p] for p in self.learn)
+
+
+def _case(text: str) -> tuple[str, tuple[str, ...]]:
+    """(scenario, overrides) of ``SCENARIO[@key=value,...]``."""
+    from hrlsched.experiments.headroom import Case
+
+    c = Case.parse(text)
+    if c.lookahead:
+        raise ValueError(f"es cases: {text!r}: a training case takes no '#' lookahead settings")
+    return c.scenario, c.overrides
+
+
+def split(learn: tuple[str, ...], theta: np.ndarray | None) -> dict[str, np.ndarray | None]:
+    """Each learned part's weights in ``theta`` (None: every part off, the rules)."""
+    out: dict[str, np.ndarray | None] = {}
+    i = 0
+    for p in learn:
+        out[p] = None if theta is None else np.asarray(theta[i:i + PARTS[p]], dtype=np.float64)
+        i += PARTS[p]
+    return out
 
 
 # ------------------------------------------------------------------ workers
 _WORKER: dict[str, Any] = {}
 
 
-def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: int,
-             theta: np.ndarray | None) -> tuple[float, int]:
-    """Average JCT (s) of the agent with ``theta`` as its residual's weights
-    (None: none, the rules) on one workload, and the choices it made (its
+def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
+             learn: tuple[str, ...] = ("residual",)) -> tuple[float, int]:
+    """Average JCT (s) on one workload of ``case`` of the agent with
+    ``theta`` as the weights of its learned parts ``learn`` (None: the
+    rules, every learned part off), and the choices it made (its
     environment steps); the agent and the workloads are kept per process."""
     import torch
 
     from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.agent.selector import Selector
     from hrlsched.config import resolve_run_config
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
@@ -106,14 +159,25 @@ def _episode(init: str | None, scenario: str, overrides: tuple[str, ...], seed: 
     sched = _WORKER.get(("agent", init))
     if sched is None:
         sched = _WORKER[("agent", init)] = HRLScheduler(init)
-        with torch.no_grad():  # the free scorer silenced: the rules, plus the residual
+        with torch.no_grad():  # the free scorer silenced: the rules, plus the learned parts
             sched.net.cand[2].weight.zero_()
             sched.net.cand[2].bias.zero_()
-    sched.residual = None if theta is None else np.asarray(theta, dtype=np.float64)
+        _WORKER[("fixed", init)] = (sched.residual, sched.selector)
+    residual, selector = _WORKER[("fixed", init)]
+    parts = split(learn, theta)
+    if theta is None:  # the rules: no learned part at all
+        residual, selector = None, None
+    if "residual" in parts:
+        residual = parts["residual"]
+    if "selector" in parts:
+        w = parts["selector"]
+        selector = None if w is None else Selector(w)
+    sched.residual, sched.selector = residual, selector
     sched._scorer = None  # made anew with these weights
-    key = ("built", scenario, overrides, seed)
+    key = ("built", case, seed)
     built = _WORKER.get(key)
     if built is None:
+        scenario, overrides = _case(case)
         cfg = resolve_run_config(scenario, "hrl", seed, list(overrides))
         built = _WORKER[key] = build_scenario(cfg.scenario, seed)
     res = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed,
@@ -134,7 +198,7 @@ class ESState:
     iteration: int = 0
     elapsed_s: float = 0.0
     best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0: the rules themselves)
-    rules_held: dict[int, float] = field(default_factory=dict)  # the rules' JCT per held-back seed
+    rules_held: dict[str, float] = field(default_factory=dict)  # the rules' JCT per held-back "case|seed"
     curve: list[dict[str, Any]] = field(default_factory=list)
 
 
@@ -165,10 +229,14 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
     base_ck = ckpt.load(init)
     if LAYER not in base_ck["state_dict"] or base_ck["part"] != "allocate":
         raise ValueError(f"--init {init}: expected a level-1 hrl checkpoint with a candidate scorer ({LAYER})")
-    resolve_run_config(cfg.scenario, "hrl", 0, list(cfg.overrides))  # a bad scenario fails first
-    dim = len(RESIDUAL_FEATURES)
+    cases = cfg.training_cases()
+    for c in cases:  # a bad scenario or override fails first
+        scenario, overrides = _case(c)
+        resolve_run_config(scenario, "hrl", 0, list(overrides))
+    dim = cfg.dim
     cfg_text = yaml.safe_dump({**asdict(cfg), "init": init, "overrides": list(cfg.overrides),
-                               "held_back": list(cfg.held_back)}, sort_keys=False)
+                               "held_back": list(cfg.held_back), "learn": list(cfg.learn),
+                               "cases": list(cfg.cases)}, sort_keys=False)
     # what a resumed run must share with the saved one (more iterations, other workers: the same run)
     same = yaml.safe_dump({k: v for k, v in yaml.safe_load(cfg_text).items() if k not in ("iterations", "workers")},
                           sort_keys=False)
@@ -181,32 +249,37 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             raise ValueError(f"--out {out}: a training is there already; --resume continues it")
         out.mkdir(parents=True, exist_ok=True)
         write_text(out / "config.yaml", cfg_text)
-        state = ESState(np.zeros(dim), np.zeros(dim), np.zeros(dim))
+        state = ESState(_start(base_ck, tuple(cfg.learn), init), np.zeros(dim), np.zeros(dim))
     rng = np.random.default_rng([cfg.seed, 0xE5])
     for _ in range(state.iteration):  # the perturbations already drawn, drawn again (the stream resumes)
         rng.standard_normal((cfg.pairs, dim))
-    args = (init, cfg.scenario, tuple(cfg.overrides))
+    learn = tuple(cfg.learn)
+    # the held-back workloads: every case at every held-back seed
+    held_back = [(c, s) for c in cases for s in cfg.held_back]
     with ProcessPoolExecutor(max_workers=cfg.workers) as pool:
         steps = [0]
 
-        def run(jobs: list[tuple[int, np.ndarray | None]]) -> np.ndarray:
-            got = list(pool.map(_episode, *zip(*[(*args, s, t) for s, t in jobs])))
+        def run(jobs: list[tuple[str, int, np.ndarray | None]]) -> np.ndarray:
+            got = list(pool.map(_episode, *zip(*[(init, c, s, t, learn) for c, s, t in jobs])))
             steps[0] += sum(n for _, n in got)
             return np.array([j for j, _ in got], dtype=float)
 
         if not state.rules_held:
-            state.rules_held = dict(zip(cfg.held_back, run([(s, None) for s in cfg.held_back]).tolist()))
+            state.rules_held = dict(zip([f"{c}|{s}" for c, s in held_back],
+                                        run([(c, s, None) for c, s in held_back]).tolist()))
         while state.iteration < cfg.iterations:
             t0 = time.perf_counter()
             steps[0] = 0
             it = state.iteration
             eps = rng.standard_normal((cfg.pairs, dim))
-            seeds = [TRAIN_SEED0 + it * cfg.seeds_per_pair + j for j in range(cfg.seeds_per_pair)]
-            jobs: list[tuple[int, np.ndarray | None]] = [(s, None) for s in seeds]
+            # the iteration's workloads, common to all its samples; the cases take turns
+            seeds = [(cases[(it * cfg.seeds_per_pair + j) % len(cases)], TRAIN_SEED0 + it * cfg.seeds_per_pair + j)
+                     for j in range(cfg.seeds_per_pair)]
+            jobs: list[tuple[str, int, np.ndarray | None]] = [(c, s, None) for c, s in seeds]
             scale = (state.v if state.v.any() else np.full(dim, cfg.sigma)) if cfg.method == "cem" else cfg.sigma
             for e in eps:
                 for sign in (1.0, -1.0):
-                    jobs += [(s, (state.theta + sign * scale * e).astype(np.float32)) for s in seeds]
+                    jobs += [(c, s, (state.theta + sign * scale * e).astype(np.float32)) for c, s in seeds]
             jct = run(jobs)
             rules, rest = jct[: len(seeds)], jct[len(seeds):].reshape(cfg.pairs, 2, len(seeds))
             fit = _gain(rules, rest).mean(axis=2)  # (pairs, +/-): gain over the rules in %
@@ -238,13 +311,13 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             if k % cfg.eval_every == 0 or k == cfg.iterations:
                 from hrlsched.stats import interval
 
-                held = run([(s, state.theta.astype(np.float32)) for s in cfg.held_back])
-                rh = np.array([state.rules_held[s] for s in cfg.held_back])
+                held = run([(c, s, state.theta.astype(np.float32)) for c, s in held_back])
+                rh = np.array([state.rules_held[f"{c}|{s}"] for c, s in held_back])
                 mean, half = interval(list(_gain(rh, held)))
                 row["held_back_gain_pct"], row["held_back_gain_ci95"] = mean, half
                 if mean > state.best_gain:
                     state.best_gain = mean
-                    _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean)
+                    _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean, init)
             dt = time.perf_counter() - t0
             state.elapsed_s += dt
             row["wall_s"] = state.elapsed_s
@@ -257,13 +330,25 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                 log(row)
     if state.curve:  # (again: a finished run given --resume renders its curve)
         _write_curve(out / "curve.csv", state.curve)
-        plot_curve(state.curve, out / "curve.png", f"{cfg.scenario}: {cfg.method.upper()} on the residual, held-back seeds "
+        plot_curve(state.curve, out / "curve.png", f"{', '.join(cases)}: {cfg.method.upper()} on the "
+                   f"{' and '.join(learn)}, held-back seeds "
                    f"{cfg.held_back[0]}-{cfg.held_back[-1]}")
     return state
 
 
+def _start(base_ck: dict[str, Any], learn: tuple[str, ...], source: str) -> np.ndarray:
+    """The first weights: each learned part's from the starting checkpoint
+    where it has that part (a run goes on from an earlier one's agent), 0
+    otherwise (the rules)."""
+    from hrlsched.agent.residual import residual_weights
+    from hrlsched.agent.selector import selector_weights
+
+    have = {"residual": residual_weights(base_ck, source), "selector": selector_weights(base_ck, source)}
+    return np.concatenate([np.zeros(PARTS[p]) if have.get(p) is None else np.ravel(have[p]) for p in learn])
+
+
 def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESConfig, iteration: int,
-                gain: float) -> None:
+                gain: float, source: str = "checkpoint") -> None:
     import torch
 
     from hrlsched.agent.common import checkpoint as common
@@ -273,8 +358,20 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     sd[LAYER] = torch.zeros_like(sd[LAYER])
     sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])
     ck["state_dict"] = sd
-    ck = with_residual(ck, theta)
-    ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back)}
+    from hrlsched.agent.residual import residual_weights
+    from hrlsched.agent.selector import selector_weights
+
+    # the parts not learned are the starting checkpoint's
+    parts: dict[str, np.ndarray | None] = {"residual": residual_weights(base_ck, source),
+                                           "selector": selector_weights(base_ck, source)}
+    parts.update(split(tuple(cfg.learn), theta))
+    ck = with_selector(with_residual(ck, parts["residual"]), parts["selector"])
+    ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back),
+                    "learn": list(cfg.learn), "cases": list(cfg.cases)}
+    if cfg.cases:  # the cases name the workloads; scenario and overrides were not used
+        del ck["config"]["scenario"], ck["config"]["overrides"]
+    # where the rules and the encoders came from: the starting checkpoint's record (its hint's tuning)
+    ck["init"] = {k: base_ck[k] for k in ("config", "tune", "hint_gap_weight", "init") if k in base_ck}
     ck["iteration"] = iteration
     ck["best_jct_s"] = None
     ck["es_held_back_gain_pct"] = gain
@@ -298,7 +395,7 @@ def _load_state(path: Path, cfg_text: str) -> ESState:
                          "--iterations and --workers may change); give the same ones, or another --out")
     for k in ("kind", "config_text", "format"):
         d.pop(k, None)
-    d["rules_held"] = {int(k): float(v) for k, v in d["rules_held"].items()}
+    d["rules_held"] = {str(k): float(v) for k, v in d["rules_held"].items()}
     return ESState(**d)
 
 
@@ -338,7 +435,9 @@ def plot_curve(curve: list[dict[str, Any]], path: Path, title: str) -> None:
     ax.axhline(0.0, color="0.5", lw=0.8)
     ax.set_xlabel("wall time (min)")
     ax.set_ylabel("gain in average JCT over the rules (%)")
-    ax.set_title(title, fontsize=10)
+    import textwrap
+
+    ax.set_title("\n".join(textwrap.wrap(title, 80)), fontsize=10)  # several cases make a long title
     ax.legend(fontsize=8)
     fig.tight_layout()
     atomic_write(path, lambda tmp: fig.savefig(tmp, format="png", dpi=110, metadata={"Software": None}))

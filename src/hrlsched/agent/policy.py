@@ -27,6 +27,7 @@ from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.residual import residual_scores, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
+from hrlsched.agent.selector import Selector, selector_weights
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
@@ -65,6 +66,9 @@ class HRLScheduler(Scheduler):
         self.residual = residual_weights(self.ck, str(path))
         if self.residual is not None and not (self.part == "allocate" and self.net.static):
             raise CheckpointError(f"{path}: a residual needs a level-1 network that encodes a point once")
+        # the learned point selector among other heuristics' whole decisions (``agent.selector``; None: none)
+        sel = selector_weights(self.ck, str(path))
+        self.selector = Selector(sel) if sel is not None else None
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
@@ -81,6 +85,8 @@ class HRLScheduler(Scheduler):
                               ps_options=kw.get("ps_options"), max_jobs=int(kw.get("max_jobs", 64)))
         self.dp.reset(rng)
         self.steps = 0
+        if self.selector is not None:
+            self.selector.reset(topology)
         if not self._warm:
             self._warm_up()
 
@@ -97,6 +103,10 @@ class HRLScheduler(Scheduler):
         self._warm = True
 
     def decide(self, view: ClusterView) -> Decision:
+        own = self._decide(view)
+        return own if self.selector is None else self.selector.decide(view, own)
+
+    def _decide(self, view: ClusterView) -> Decision:
         dp = self.dp
         assert dp is not None, "HRLScheduler: reset() first"
         more = dp.begin(view)

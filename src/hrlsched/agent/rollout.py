@@ -31,15 +31,23 @@ from hrlsched.agent.common.mlp import NumpyMLP
 from hrlsched.agent.policy import CandidateScorer
 from hrlsched.envs.features import DYN_COLUMNS
 
-ENV_IDS = {"allocate": "hrlsched/Allocation-v0", "place": "hrlsched/Placement-v0", "all": "hrlsched/Hierarchical-v0"}
+ENV_IDS = {"allocate": "hrlsched/Allocation-v0", "place": "hrlsched/Placement-v0", "all": "hrlsched/Hierarchical-v0",
+           "flat": "hrlsched/Flat-v0"}
 INT_KEYS = ("gpu_groups",)
 _DYN = list(DYN_COLUMNS)
 BOOL_KEYS = ("job_mask", "gpu_mask", "socket_mask", "link_mask", "current_job", "action_mask")
 
 
+def net_part(part: str) -> str:
+    """The network layout (``HRLNet``'s ``part``) that scores the action
+    layout of ``part``: Flat-v0's is Placement-v0's (GPUs, sockets, and
+    defer as *stop*)."""
+    return "place" if part == "flat" else part
+
+
 @dataclass
 class RolloutSpec:
-    part: str  # "allocate" (Allocation-v0), "place" (Placement-v0), "all" (Hierarchical-v0)
+    part: str  # "allocate" (Allocation-v0), "place" (Placement-v0), "all" (Hierarchical-v0), "flat" (Flat-v0)
     env_kwargs: dict[str, Any]
     workload_seed: int
     episode_seeds: Sequence[int]
@@ -138,7 +146,7 @@ def _store(o: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
 def _value(net: Any, o: dict[str, np.ndarray], part: str, stored: bool) -> float:
     """The value head on one observation, as stored (``stored``: as float16)."""
     with torch.inference_mode():
-        _, value = net(to_tensors(_store(o) if stored else o), part=part)
+        _, value = net(to_tensors(_store(o) if stored else o), part=net_part(part))
     return float(value.reshape(-1)[0])
 
 
@@ -328,7 +336,7 @@ def _run_lockstep(spec: RolloutSpec, net: Any, eps: list[Episode]) -> None:
                 # those, so the ratio of new to old policy starts at 1
                 stored = [_store(e.obs) for e in live]
                 batch = to_tensors({k: np.stack([o[k] for o in stored]) for k in stored[0]}, batch=False)
-                logits, value = net(batch, part=spec.part)
+                logits, value = net(batch, part=net_part(spec.part))
                 dist = MaskedCategorical(logits, batch["action_mask"].bool())
                 a = dist.greedy() if spec.act == "greedy" else dist.sample(gen)
                 logp = dist.log_prob(a).numpy()

@@ -57,11 +57,11 @@ from hrlsched.agent.common.logger import CSVLogger, write_csv
 from hrlsched.agent.common.loop import train_within_budget
 from hrlsched.agent.common.training_run import RunConfig
 from hrlsched.agent.nets import HRLNet, NetConfig
-from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory
+from hrlsched.agent.rollout import RolloutPool, RolloutSpec, Trajectory, net_part
 from hrlsched.envs.candidates import KEEP, WAIT, WORKER_OPTIONS
 from hrlsched.policies.hint import HintConfig
 
-LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all"}
+LEVEL_PARTS = {"1": "allocate", "2": "place", "both": "all", "flat": "flat"}
 METRICS = ["iteration", "env_steps", "horizon_h", "steps", "return", "avg_jct_h_finished", "ent_coef", "rollout_s",
            "update_s", "steps_per_s", "pg", "vf", "ent", "kl", "clipfrac", "wall_s", "valid_avg_jct_h",
            "best_valid_avg_jct_h"]  # metrics.csv columns (a value not measured: nan)
@@ -69,7 +69,9 @@ METRICS = ["iteration", "env_steps", "horizon_h", "steps", "return", "avg_jct_h_
 
 @dataclass
 class TrainConfig(RunConfig):
-    level: str = "1"  # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0
+    # "1": Allocation-v0 (pack places), "2": Placement-v0, "both": Hierarchical-v0, "flat": Flat-v0 (one
+    # level, workers placed one by one: the flat agent of docs/hierarchy.md; no teacher to clone)
+    level: str = "1"
     placement: str = "pack"  # the heuristic placement of level 1 (and the level-2 teacher)
     allocation: str = "optimus"  # the heuristic allocation of level 2, and the level-1 teacher
     # level 1's hint and rule weights (policies.hint.HintConfig as text, e.g. "a=1.25,menu,g=8";
@@ -118,14 +120,17 @@ class TrainConfig(RunConfig):
         for name in ("workers", "rollouts", "epochs", "minibatch", "max_jobs"):
             if getattr(self, name) < (0 if name == "workers" else 1):
                 raise ValueError(f"{name}: expected a positive integer, got {getattr(self, name)}")
+        if self.level == "flat" and self.bc_episodes > 0:
+            raise ValueError("bc_episodes: expected 0 with level flat (no heuristic teacher acts in Flat-v0's "
+                             f"layout), got {self.bc_episodes}")
         if self.advantage not in ("decima", "gae"):
             raise ValueError(f"advantage: expected 'decima' or 'gae', got {self.advantage!r}")
         NetConfig(**self.net)
         self.hint_config()
 
     def hint_config(self) -> HintConfig | None:
-        """Level 1's hint (None at level 2, which has none)."""
-        return None if self.level == "2" else HintConfig.parse(self.hint or "")
+        """Level 1's hint (None at level 2 and flat, which have no level 1)."""
+        return None if self.level in ("2", "flat") else HintConfig.parse(self.hint or "")
 
     @property
     def part(self) -> str:
@@ -137,7 +142,8 @@ class TrainConfig(RunConfig):
                               "worker_options": list(self.worker_options)}
         hint = self.hint_config()
         if hint is None:
-            kw["allocation"] = self.allocation
+            if self.level != "flat":  # (Flat-v0 runs no heuristic allocation)
+                kw["allocation"] = self.allocation
         else:
             kw.update(hint.env_kwargs(self.worker_options))
         return kw
@@ -302,7 +308,7 @@ class Trainer:
         init_ck = ckpt.load(init) if init is not None and not resume else None
         if init_ck is not None:
             cfg.net = init_net(cfg.net, init_ck["net"]["net"])
-        if cfg.hint is None and init_ck is not None and init_ck["part"] != "place" and cfg.level != "2":
+        if cfg.hint is None and init_ck is not None and init_ck["part"] != "place" and cfg.level not in ("2", "flat"):
             cfg.hint = ckpt.hint_of(init_ck).text()  # the initial weights' hint, rules and all (config.yaml)
         hint = cfg.hint_config()
         if hint is not None:  # the rule weights are parameters of the network: it has them where the hint sets them
@@ -310,7 +316,7 @@ class Trainer:
                        "hint_bonus": bool(cfg.net.get("hint_bonus")) or hint.bonus is not None}
         torch.manual_seed(cfg.seed)  # (before the network: its initial weights are the seed's)
         random.seed(cfg.seed)
-        self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level != "2", places=cfg.level != "1")
+        self.net = HRLNet(NetConfig(**cfg.net), allocates=cfg.level in ("1", "both"), places=cfg.level != "1")
         self.opt = torch.optim.Adam(self.net.parameters(), lr=cfg.lr, eps=1e-5)
         self.rng = np.random.default_rng(cfg.seed)
         self.iteration = self.env_steps = 0
@@ -446,7 +452,7 @@ class Trainer:
         t1 = time.time()
         for _ in range(cfg.epochs):
             for idx in data.minibatches(cfg.minibatch, self.rng, by_point=net.static):
-                loss, st = ppo_loss(net, data, idx, cfg.part, cfg.clip, cfg.vf_coef, ent_coef)
+                loss, st = ppo_loss(net, data, idx, net_part(cfg.part), cfg.clip, cfg.vf_coef, ent_coef)
                 self.opt.zero_grad()
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.max_grad_norm)

@@ -34,6 +34,10 @@ def describe(ck: dict[str, Any]) -> dict[str, Any]:
         out["net"] = ck["net"]
     if isinstance(ck.get("residual"), dict):  # the learned residual over the rules (agent.residual)
         out["residual"] = dict(zip(ck["residual"].get("features", []), ck["residual"].get("weights", [])))
+    if isinstance(ck.get("selector"), dict):  # the learned point selector (agent.selector): a row per heuristic
+        sel = ck["selector"]
+        out["selector"] = {p: dict(zip(sel.get("features", []), row))
+                           for p, row in zip(sel.get("policies", []), sel.get("weights", []))}
     if "es_held_back_gain_pct" in ck:
         out["provenance"]["es_held_back_gain_pct"] = ck["es_held_back_gain_pct"]
     if "state_dict" in ck:
@@ -80,7 +84,8 @@ def register(app: typer.Typer) -> None:
         con.print(f"[bold]{path}[/bold]")
         for title, key in (("provenance", "provenance"), ("environment (env_kwargs)", "env_kwargs"),
                            ("search that chose it (hrlsched tune)", "tune"), ("network", "net"),
-                           ("learned residual over the rules (agent.residual): weight per feature", "residual")):
+                           ("learned residual over the rules (agent.residual): weight per feature", "residual"),
+                           ("learned point selector (agent.selector): weights per heuristic", "selector")):
             if key in info:
                 t = Table(title=title, title_justify="left", show_header=False)
                 for k, v in info[key].items():

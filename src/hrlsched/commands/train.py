@@ -25,7 +25,7 @@ def register_train(app: typer.Typer) -> None:
         out: Annotated[Path, typer.Option(help="run directory: config.yaml, metrics.csv, bc.csv, last.pt, best.pt")] = Path("runs/train"),
         minutes: Annotated[Optional[float], typer.Option(help="wall-time budget (summed over resumed runs)")] = None,  # noqa: UP045
         steps: Annotated[Optional[int], typer.Option(help="budget in environment steps")] = None,  # noqa: UP045
-        level: Annotated[str, typer.Option(help="1 (allocation; pack places), 2 (placement; optimus allocates) or both")] = "1",
+        level: Annotated[str, typer.Option(help="1 (allocation; pack places), 2 (placement; optimus allocates), both, or flat (one level: Flat-v0, docs/hierarchy.md)")] = "1",
         init: Annotated[Optional[Path], typer.Option(help="start from this checkpoint's weights")] = None,  # noqa: UP045
         backend: Annotated[str, typer.Option(help="where rollouts run: local (process pool) or ray")] = "local",
         workers: Annotated[int, typer.Option(min=0, help="rollout processes (0: in this process)")] = 2,

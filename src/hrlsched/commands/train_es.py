@@ -1,4 +1,4 @@
-"""``hrlsched train-es``: evolution strategies on the agent's learned residual (agent/es.py)."""
+"""``hrlsched train-es``: evolution strategies on the agent's learned parts (agent/es.py)."""
 
 from __future__ import annotations
 
@@ -25,10 +25,14 @@ def register(app: typer.Typer) -> None:
         seed: Annotated[int, typer.Option(help="the perturbations' random stream")] = 0,
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         method: Annotated[str, typer.Option(help="es: the gradient estimate and Adam; cem: the cross-entropy method")] = "es",
+        learn: Annotated[str, typer.Option(help="the parts learned, comma-separated: residual (per job and slot), "
+                                           "selector (another heuristic's whole decision at a point)")] = "residual",
+        case: Annotated[Optional[list[str]], typer.Option("--case", help="train on several cases in turn, "  # noqa: UP045
+                                                          "SCENARIO[@key=value,...] (repeatable; instead of --scenario/--set)")] = None,
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
-        """Learn the agent's residual layer (its rules kept) with evolution strategies,
+        """Learn the agent's residual or point selector (its rules kept) with evolution strategies,
         scoring whole episodes against the rules on fresh training workloads; print a
         line per iteration with the held-back gain over the rules (seeds 100-119)."""
         from hrlsched.agent.es import ESConfig, train
@@ -39,7 +43,8 @@ def register(app: typer.Typer) -> None:
             cfg = ESConfig(scenario=scenario, overrides=tuple(set_ or []), init=None if init is None else str(init),
                            iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
                            eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers,
-                           method=method)
+                           method=method, learn=tuple(x.strip() for x in learn.split(",") if x.strip()),
+                           cases=tuple(case or []))
 
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \

@@ -152,6 +152,7 @@ class SchedulingEnv(gym.Env):
     metadata: dict[str, Any] = {"render_modes": []}
     agent_allocates = True
     agent_places = False
+    point_class: type[DecisionPoint] = DecisionPoint  # what decides each point (``envs.flat``'s its own)
 
     def __init__(
         self,
@@ -186,9 +187,9 @@ class SchedulingEnv(gym.Env):
         cfg = as_hint(hint) if self.agent_allocates else None  # (the hint runs only where the agent allocates)
         self.hint = cfg
         self.hint_name = cfg.policy if cfg is not None else None
-        made = heuristics(agent_allocates=self.agent_allocates, placement=placement, allocation=allocation, hint=cfg,
-                          worker_options=worker_options)
-        dp = DecisionPoint(
+        made = heuristics(agent_allocates=self.agent_allocates or not self.point_class.heuristic_allocation,
+                          placement=placement, allocation=allocation, hint=cfg, worker_options=worker_options)
+        dp = self.point_class(
             self.topo, agent_allocates=self.agent_allocates, agent_places=self.agent_places,
             **made._asdict(), max_jobs=int(max_jobs if max_jobs is not None else self.pool.max_jobs()),
             max_gpus=max_gpus, max_sockets=max_sockets, max_links=max_links, worker_options=worker_options,

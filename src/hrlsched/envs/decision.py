@@ -118,6 +118,9 @@ class DecisionPoint:
     """
 
     valid_slots: ValidSlots  # the current allocation choice's (``masks.CandidateMasks``)
+    #: whether a point where the agent does not allocate runs the heuristic ``allocation`` (a subclass
+    #: that decides the allocations its own way, ``envs.flat``, runs none)
+    heuristic_allocation = True
 
     def __init__(
         self,
@@ -153,13 +156,14 @@ class DecisionPoint:
         placement.max_tasks_per_gpu = self.max_tasks
         self.placement_policy = placement
         self.feas = HeuristicFeasibility(placement)
-        if not self.agent_allocates and not isinstance(allocation, AllocationPolicy):
+        heuristic = not self.agent_allocates and self.heuristic_allocation
+        if heuristic and not isinstance(allocation, AllocationPolicy):
             raise ValueError(f"allocation: expected the heuristic allocation policy of a point where the agent "
                              f"does not allocate (an AllocationPolicy), got {type(allocation).__name__}")
         if hint is not None and not isinstance(hint, AllocationPolicy):
             raise ValueError(f"hint: expected an allocation policy (an AllocationPolicy) or None, "
                              f"got {type(hint).__name__}")
-        self.allocation = None if self.agent_allocates else allocation  # copied at each episode
+        self.allocation = allocation if heuristic else None  # copied at each episode
         self.link_off, self.link_kind, self.link_cap = link_layout(topo)
         n_links = int(self.link_off[-1])
         self.n_links = n_links

@@ -9,7 +9,8 @@ allocation slot as (``agent.nets.HRLNet.heads``)
 
 - **rules-only**: the learned scorer silenced (its last layer,
   ``cand.2.weight`` and ``cand.2.bias``, zeroed, and its residual over
-  the rules, ``agent.residual``, removed), the hand-set ``gap`` and
+  the rules, ``agent.residual``, and its point selector,
+  ``agent.selector``, removed), the hand-set ``gap`` and
   ``bonus`` kept: the hint's slot, or at its worker count another
   architecture, mode or PS count predicted to progress faster;
 - **hint alone**: ``gap`` zeroed too: the hint's slot at every choice, i.e.
@@ -53,7 +54,8 @@ def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]
                             "to keep once its scorer is silenced")
     out = copy.copy(ck)
     out["state_dict"] = {**sd, **{k: torch.zeros_like(sd[k]) for k in SCORER}}
-    out.pop("residual", None)  # the learned residual over the rules (agent.residual) goes too
+    out.pop("residual", None)  # the learned residual over the rules (agent.residual) goes too,
+    out.pop("selector", None)  # and the learned point selector (agent.selector)
     out["ablation"] = RULES_ONLY
     return out
 

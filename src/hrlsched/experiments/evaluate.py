@@ -356,6 +356,11 @@ def format_table(ev: dict[str, Any]) -> str:
                      f"({100 * departed / n:.1f}%) on seed {d['seed']}"
                      + "".join(f"; {k} {c}" for k, c in d["counts"].items() if k != "same as the rules")
                      + " (hrlsched explain for examples)")
+        sel = d.get("selector")
+        if sel:  # the learned point selector: whole decisions of other heuristics
+            lines.append(f"its point selector takes another heuristic's whole decision at {sum(sel['taken'].values())} of "
+                         f"{sel['points']} decision points on seed {d['seed']}"
+                         + "".join(f"; {p} {c}" for p, c in sel["taken"].items() if c))
     lines += targets(ev)
     return "\n".join(lines)
 

@@ -521,6 +521,9 @@ def write_docs(out: str | Path, docs: str | Path, name: str) -> Path:
     if n_ran == meta["runs"]:
         times = f"in {wall:.1f} minutes of wall time" + (
             f" over {len(ran)} invocations (an interrupted run resumed)" if len(ran) > 1 else "")
+    elif n_ran > meta["runs"]:  # a later invocation ran some again (a changed checkpoint or config)
+        times = (f"in {wall:.1f} minutes of wall time over {len(ran)} invocations, {n_ran - meta['runs']} of "
+                 "them run again by a later one (a learned policy's checkpoint changed)")
     else:  # some runs were made by an invocation that recorded no time
         times = (f"({n_ran} of them run by the invocations recorded here, in {wall:.1f} minutes of wall time; "
                  "the others by an earlier one that recorded no time)")

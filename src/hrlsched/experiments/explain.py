@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from hrlsched.agent.selector import SELECTOR_POLICIES
 from hrlsched.contract import ARCHS, MODES
 
 HOUR = 3600.0
@@ -146,6 +147,10 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
         "counts": dict(watcher.counts.most_common()), "rules_not_hint": watcher.rules_not_hint,
         "agent_is_hint": watcher.agent_is_hint,
         "examples": watcher.examples, "avg_jct_s": float(summary(res, "hrl", cfg.scenario.name)["avg_jct_s"]),
+        # the learned point selector (agent.selector): the points where another heuristic's whole decision was taken
+        "selector": None if sched.selector is None else {
+            "points": sched.selector.points,
+            "taken": {p: int(n) for p, n in zip(SELECTOR_POLICIES, sched.selector.taken.tolist())}},
     }
 
 
@@ -161,6 +166,11 @@ def format_departures(d: dict[str, Any]) -> str:
     lines.append(f"  the rules leave the hint's slot (another architecture, mode or PS count at its worker count) "
                  f"at {d['rules_not_hint']} choices ({100 * d['rules_not_hint'] / n:.1f}%); the agent takes the "
                  f"hint's slot at {d['agent_is_hint']} ({100 * d['agent_is_hint'] / n:.1f}%)")
+    if d.get("selector"):
+        sel = d["selector"]
+        taken = ", ".join(f"{p} at {n}" for p, n in sel["taken"].items())
+        lines.append(f"  the point selector takes another heuristic's whole decision at "
+                     f"{sum(sel['taken'].values())} of {sel['points']} decision points: {taken}")
     if d["examples"]:
         lines.append("  departures" + (":" if len(d["examples"]) == departed else f" (the first {len(d['examples'])}):"))
         for e in d["examples"]:

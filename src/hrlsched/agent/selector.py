@@ -1,0 +1,120 @@
+"""The agent's learned point selector: at a decision point, the agent's own
+decision or another heuristic's whole decision, by a linear score of a few
+features of the point.
+
+Why: on ``default`` and ``comm`` the lookahead's most frequent gain over the
+rules is another policy's whole decision at a point (``optimus+pack``'s most
+often, ``docs/headroom.md``): a choice across jobs, which a per-job residual
+(``agent.residual``) cannot express. Here each heuristic of
+``SELECTOR_POLICIES`` scores ``w_p . f(point)``; the agent takes the best
+one's decision where that score is above 0, its own otherwise. With all
+weights 0 no heuristic is ever taken: the agent to the bit.
+
+The point's features (``SELECTOR_FEATURES``), each within [0, 1] or so:
+``bias`` (1); ``free_gpus``: the share of GPUs with no worker;
+``queued``: the share of the active jobs not running; ``demand``: the GPUs
+the active jobs request over the cluster's, over 4 (capped at 1);
+``new``: the share of the active jobs that never ran (arrivals since).
+
+The agent always makes its own decision first (its decision point keeps
+its state), and a heuristic decides only where it is taken; the heuristics
+of ``SELECTOR_POLICIES`` keep no state between points. A checkpoint carries
+the weights as ``selector = {"policies": [...], "features": [...],
+"weights": [[...], ...]}``; ``hrlsched train-es --learn selector`` learns
+them (``agent.es``)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView, Decision, Scheduler
+from hrlsched.errors import CheckpointError
+
+SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack")
+SELECTOR_FEATURES = ("bias", "free_gpus", "queued", "demand", "new")
+
+
+def point_features(view: ClusterView) -> np.ndarray:
+    """``SELECTOR_FEATURES`` of a decision point."""
+    n = max(len(view.jobs), 1)
+    gpus = max(view.gpu_tasks.size, 1)
+    running = view.running
+    demand = sum(j.requested_gpus for j in view.jobs) / gpus
+    never = float(np.count_nonzero((view.running_s <= 0) & ~running)) if len(view.jobs) else 0.0
+    return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
+                     float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n])
+
+
+class Selector:
+    """The heuristics of ``SELECTOR_POLICIES`` and the weights that choose
+    among them and the agent's own decision."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        self.weights = np.asarray(weights, dtype=np.float64).reshape(len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+        self._policies: list[Scheduler] = []
+        self.taken = np.zeros(len(SELECTOR_POLICIES), dtype=np.int64)  # points each heuristic decided
+        self.points = 0
+
+    def reset(self, topology: Topology) -> None:
+        from hrlsched.policies.registry import make_scheduler
+
+        self._policies = [make_scheduler(p) for p in SELECTOR_POLICIES]
+        for s in self._policies:
+            s.reset(topology, np.random.default_rng(0))
+        self.taken[:] = 0
+        self.points = 0
+
+    def choose(self, view: ClusterView) -> int:
+        """The heuristic taken at this point (its index), or -1: the agent's own."""
+        self.points += 1
+        if not self.weights.any():
+            return -1
+        s = self.weights.dot(point_features(view))
+        i = int(s.argmax())
+        return i if s[i] > 0.0 else -1
+
+    def decide(self, view: ClusterView, own: Decision) -> Decision:
+        """``own``, or the chosen heuristic's decision at this point (with
+        the agent's own ``recheck_s`` where the heuristic sets none)."""
+        i = self.choose(view)
+        if i < 0:
+            return own
+        self.taken[i] += 1
+        d = self._policies[i].decide(view)
+        if d.recheck_s is None and own.recheck_s is not None:
+            d = dataclasses.replace(d, recheck_s=own.recheck_s)
+        return d
+
+
+def selector_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarray | None:
+    """The selector's weights of a loaded checkpoint, (policies, features)
+    (None: it has none); ``CheckpointError`` if its policies or features are
+    not this version's."""
+    r = ck.get("selector")
+    if r is None:
+        return None
+    if list(r.get("policies", [])) != list(SELECTOR_POLICIES) or list(r.get("features", [])) != list(SELECTOR_FEATURES):
+        raise CheckpointError(f"{source}: its selector's policies {r.get('policies')} and features {r.get('features')} "
+                              f"are not this version's {list(SELECTOR_POLICIES)}, {list(SELECTOR_FEATURES)}")
+    shape = (len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+    try:
+        w = np.asarray(r.get("weights", []), dtype=np.float64)
+    except (TypeError, ValueError):
+        w = np.zeros(0)
+    if w.shape != shape or not np.all(np.isfinite(w)):
+        raise CheckpointError(f"{source}: selector weights: expected {shape[0]} rows of {shape[1]} finite numbers")
+    return w
+
+
+def with_selector(ck: dict[str, Any], weights: np.ndarray | None) -> dict[str, Any]:
+    """``ck`` with these selector weights (None: without a selector)."""
+    out = {k: v for k, v in ck.items() if k != "selector"}
+    if weights is not None:
+        w = np.asarray(weights, dtype=np.float64).reshape(len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+        out["selector"] = {"policies": list(SELECTOR_POLICIES), "features": list(SELECTOR_FEATURES),
+                           "weights": [[float(x) for x in row] for row in w]}
+    return out
