@@ -83,6 +83,19 @@ def test_results_page_from_a_small_experiment(tmp_path: Path) -> None:
     assert text.endswith(f"\n{END}\n")
 
 
+@pytest.mark.parametrize("invocations,says", [
+    ([{"wall_s": 60.0, "runs_run": 4}], "10 runs, 4 of them run by the invocations recorded there, in 1.0 minutes "
+                                        "of wall time; the others were kept from an earlier output of the same runs"),
+    ([{"wall_s": 60.0, "runs_run": 10}, {"wall_s": 30.0, "runs_run": 2}],
+     "10 runs in 1.5 minutes of wall time, 2 of them run again by a later invocation")])
+def test_results_page_says_which_invocations_ran_the_runs(tmp_path: Path, invocations: list[dict[str, float]],
+                                                          says: str) -> None:
+    folder = _experiment(tmp_path / "exp")
+    meta = json.loads((folder / "experiment.json").read_text())
+    (folder / "experiment.json").write_text(json.dumps({**meta, "invocations": invocations}))
+    assert f"2 workers: {says})" in write_results_page(tmp_path / "results.md", folder, "c").read_text()
+
+
 def test_results_page_marks_an_oracle_per_workload_where_it_differs(tmp_path: Path) -> None:
     folder = _experiment(tmp_path / "exp", oracle_on=("default",))
     text = write_results_page(tmp_path / "results.md", folder, "c").read_text()

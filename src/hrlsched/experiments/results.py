@@ -218,9 +218,13 @@ def experiment_body(folder: str | Path, command: str) -> str:
     ran = sum(int(i.get("runs_run", 0)) for i in inv)
     runs = meta.get("runs", "?")
     size = "quick size" if meta.get("quick") else "full size"
-    times = (f"{runs} runs in {wall:.1f} minutes of wall time" if ran == runs else
-             f"{runs} runs, {ran} of them run by the invocations recorded there, in {wall:.1f} minutes of wall time; "
-             "the others were kept from an earlier output of the same runs")
+    if ran == runs:
+        times = f"{runs} runs in {wall:.1f} minutes of wall time"
+    elif isinstance(runs, int) and ran > runs:  # a later invocation ran some again (a changed checkpoint)
+        times = f"{runs} runs in {wall:.1f} minutes of wall time, {ran - runs} of them run again by a later invocation"
+    else:
+        times = (f"{runs} runs, {ran} of them run by the invocations recorded there, in {wall:.1f} minutes of wall "
+                 "time; the others were kept from an earlier output of the same runs")
     lines = ["", f"Made by `{command}` from `{folder.as_posix()}`: the output of `{meta.get('command', '?')}` "
              f"(hrlsched {meta.get('version', '?')}, {size}, {meta.get('workers', '?')} workers: {times}).", "",
              f"Seeds {seeds_text(seeds)} (the same jobs for every policy on a seed); each cell is the mean ± 95% "
