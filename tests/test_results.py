@@ -65,7 +65,7 @@ def test_results_page_from_a_small_experiment(tmp_path: Path) -> None:
     assert text.startswith(f"# Results\n\n{BEGIN}; made by: hrlsched results --experiment exp (")
     assert made_by(text) == "hrlsched results --experiment exp"
     assert f"the output of `hrlsched experiment main --seeds 0-1 --out {folder}`" in text
-    assert "1.5 minutes of wall time on 2 workers" in text
+    assert "(hrlsched 0.1.0, full size, 2 workers: 10 runs in 1.5 minutes of wall time)" in text
     # the overview: average JCT per workload, the lowest in bold, the oracle marked; t(0.975, 1) = 12.706
     assert ("| policy | `default` | `comm` |\n|---|---|---|\n"
             "| fifo | 1.500 ± 6.353 | **1.000 ± 0.000** |\n"
@@ -81,6 +81,19 @@ def test_results_page_from_a_small_experiment(tmp_path: Path) -> None:
             "**1.50 ± 0.00** |\n"
             "| lower bound | 0.500 ± 0.000 | - | - | - | - | - | - |\n") in text
     assert text.endswith(f"\n{END}\n")
+
+
+@pytest.mark.parametrize("invocations,says", [
+    ([{"wall_s": 60.0, "runs_run": 4}], "10 runs, 4 of them run by the invocations recorded there, in 1.0 minutes "
+                                        "of wall time; the others were kept from an earlier output of the same runs"),
+    ([{"wall_s": 60.0, "runs_run": 10}, {"wall_s": 30.0, "runs_run": 2}],
+     "10 runs in 1.5 minutes of wall time, 2 of them run again by a later invocation")])
+def test_results_page_says_which_invocations_ran_the_runs(tmp_path: Path, invocations: list[dict[str, float]],
+                                                          says: str) -> None:
+    folder = _experiment(tmp_path / "exp")
+    meta = json.loads((folder / "experiment.json").read_text())
+    (folder / "experiment.json").write_text(json.dumps({**meta, "invocations": invocations}))
+    assert f"2 workers: {says})" in write_results_page(tmp_path / "results.md", folder, "c").read_text()
 
 
 def test_results_page_marks_an_oracle_per_workload_where_it_differs(tmp_path: Path) -> None:
@@ -261,7 +274,7 @@ def _command_parses(command: str) -> None:
     cmd.make_context("results", words[2:])  # an unknown option or a bad value raises
 
 
-@pytest.mark.parametrize("path", ["README.md"])
+@pytest.mark.parametrize("path", ["README.md", "docs/results.md"])
 def test_committed_pages_name_their_command(path: str) -> None:
     text = (ROOT / path).read_text()
     command = made_by(text)

@@ -215,10 +215,18 @@ def experiment_body(folder: str | Path, command: str) -> str:
     avg = METRICS[0]
     inv = meta.get("invocations", [])
     wall = sum(float(i.get("wall_s", 0.0)) for i in inv) / 60
+    ran = sum(int(i.get("runs_run", 0)) for i in inv)
+    runs = meta.get("runs", "?")
     size = "quick size" if meta.get("quick") else "full size"
-    lines = [f"Made by `{command}` from `{folder.as_posix()}`: the output of `{meta.get('command', '?')}` (hrlsched "
-             f"{meta.get('version', '?')}, {size}, {meta.get('runs', '?')} runs, {wall:.1f} minutes of wall time on "
-             f"{meta.get('workers', '?')} workers).", "",
+    if ran == runs:
+        times = f"{runs} runs in {wall:.1f} minutes of wall time"
+    elif isinstance(runs, int) and ran > runs:  # a later invocation ran some again (a changed checkpoint)
+        times = f"{runs} runs in {wall:.1f} minutes of wall time, {ran - runs} of them run again by a later invocation"
+    else:
+        times = (f"{runs} runs, {ran} of them run by the invocations recorded there, in {wall:.1f} minutes of wall "
+                 "time; the others were kept from an earlier output of the same runs")
+    lines = ["", f"Made by `{command}` from `{folder.as_posix()}`: the output of `{meta.get('command', '?')}` "
+             f"(hrlsched {meta.get('version', '?')}, {size}, {meta.get('workers', '?')} workers: {times}).", "",
              f"Seeds {seeds_text(seeds)} (the same jobs for every policy on a seed); each cell is the mean ± 95% "
              "interval over the seeds (none with one seed). (oracle): given each job's true remaining work; "
              "(oracle\\*): reads the predictor's remaining work, which has no error in these scenarios. Lower "
