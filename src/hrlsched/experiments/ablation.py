@@ -10,7 +10,8 @@ allocation slot as (``agent.nets.HRLNet.heads``)
 - **rules-only**: the learned scorer silenced (its last layer,
   ``cand.2.weight`` and ``cand.2.bias``, zeroed, and its residual over
   the rules, ``agent.residual``, and its point selector,
-  ``agent.selector``, removed), the hand-set ``gap`` and
+  ``agent.selector``, and its placement choice, ``agent.placement_choice``,
+  removed: pack places), the hand-set ``gap`` and
   ``bonus`` kept: the hint's slot, or at its worker count another
   architecture, mode or PS count predicted to progress faster;
 - **hint alone**: ``gap`` zeroed too: the hint's slot at every choice, i.e.
@@ -56,6 +57,7 @@ def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]
     out["state_dict"] = {**sd, **{k: torch.zeros_like(sd[k]) for k in SCORER}}
     out.pop("residual", None)  # the learned residual over the rules (agent.residual) goes too,
     out.pop("selector", None)  # and the learned point selector (agent.selector)
+    out.pop("placement", None)  # and the learned placement choice (agent.placement_choice): pack places
     out["ablation"] = RULES_ONLY
     return out
 
