@@ -35,6 +35,8 @@ from typing import Any
 SCORER = ("cand.2.weight", "cand.2.bias")  # the last layer of the learned candidate scorer
 GAP, BONUS = "gap", "bonus"
 RULES_ONLY, HINT_ALONE = "rules-only", "hint-alone"
+PLACEMENTS = ("pack", "balance", "topology")  # the placement heuristics the rules are placed by (``placed_rules``)
+LEARNED_PLACEMENT = "rules+learned"
 
 
 class AblationError(ValueError):
@@ -103,5 +105,29 @@ def ablated_checkpoints(checkpoint: Path, folder: Path) -> dict[str, Path]:
         path = folder / f"{label}-{tag}.pt"
         if not path.is_file():
             learned.save(path, {**make(ck, str(checkpoint)), "ablated_from": str(checkpoint)})
+        out[label] = path
+    return out
+
+
+def placed_rules(checkpoint: Path, folder: Path) -> dict[str, Path]:
+    """Write (once) into ``folder`` the checkpoint's rules (``rules_only``)
+    placed by each heuristic of ``PLACEMENTS`` (``rules+pack`` is the
+    rules-only ablation itself) and, where the checkpoint has a learned
+    placement choice (``agent.placement_choice``), by that choice
+    (``rules+learned``): the same allocation policy, placed each way
+    (level 2 compared alone). Their paths by label."""
+    from hrlsched.experiments import learned
+
+    ck = learned.load(checkpoint)
+    tag = source_tag(checkpoint)
+    rules = rules_only(ck, str(checkpoint))
+    made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}} for p in PLACEMENTS}
+    if ck.get("placement") is not None:
+        made[LEARNED_PLACEMENT] = {**rules, "placement": ck["placement"]}
+    out = {}
+    for label, c in made.items():
+        path = folder / f"{label}-{tag}.pt"
+        if not path.is_file():
+            learned.save(path, {**c, "ablation": label, "ablated_from": str(checkpoint)})
         out[label] = path
     return out
