@@ -119,15 +119,30 @@ def placed_rules(checkpoint: Path, folder: Path) -> dict[str, Path]:
     from hrlsched.experiments import learned
 
     ck = learned.load(checkpoint)
-    tag = source_tag(checkpoint)
     rules = rules_only(ck, str(checkpoint))
     made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}} for p in PLACEMENTS}
     if ck.get("placement") is not None:
         made[LEARNED_PLACEMENT] = {**rules, "placement": ck["placement"]}
     out = {}
     for label, c in made.items():
-        path = folder / f"{label}-{tag}.pt"
+        # named by what decides (two checkpoints with the same rules share these runs)
+        path = folder / f"{label}-{decision_tag(c)}.pt"
         if not path.is_file():
             learned.save(path, {**c, "ablation": label, "ablated_from": str(checkpoint)})
         out[label] = path
     return out
+
+
+def decision_tag(ck: dict[str, Any]) -> str:
+    """The first 12 hex digits of a SHA-256 of what an agent's decisions
+    depend on in a loaded checkpoint (its network, weights, schema,
+    environment settings and learned parts), not of its provenance."""
+    import json
+
+    h = hashlib.sha256()
+    for k in ("net", "part", "schema", "env_kwargs", "residual", "selector", "placement"):
+        h.update(json.dumps([k, ck.get(k)], sort_keys=True, default=str).encode())
+    for k, v in sorted(ck["state_dict"].items()):
+        h.update(k.encode())
+        h.update(v.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:12]
