@@ -138,7 +138,9 @@ class PlacementChoice:
         cap = occ.worker_capacity(job)
         if not np.any(cap >= w):
             out.add(_quiet(dp, job, cap, w, p), "quiet")
-        keep = [0] + [i for i in range(1, len(out.placements)) if board.fits(job, out.placements[i])]
+        # (each is built on the room left, so this guard rarely drops one; the occupancy's check is
+        # the cheap one: the board's indexes a placement's links first)
+        keep = [0] + [i for i in range(1, len(out.placements)) if occ.fits(job, out.placements[i])]
         if len(keep) < len(out.placements):
             out.placements = [out.placements[i] for i in keep]
             out.sources = [out.sources[i] for i in keep]
@@ -163,10 +165,11 @@ class PlacementChoice:
         # fragments: servers partly used after the candidate, against before (only its servers change)
         free = np.bincount(topo.gpu_server, weights=board.occ.gpu_free > 0, minlength=ns)
         size = topo.server_gpus
-        took = np.zeros((n, ns))
-        np.add.at(took, (cid, gsrv), 1.0)
-        after = free[None, :] - took
-        f[:, 4] = (((after > 0) & (after < size)).sum(axis=1) - ((free > 0) & (free < size)).sum())
+        wp, took = np.unique(cid * ns + gsrv, return_counts=True)  # (candidate, server) pairs of its workers
+        srv = wp % ns
+        before, after = free[srv], free[srv] - took
+        partly = ((after > 0) & (after < size[srv])).astype(float) - ((before > 0) & (before < size[srv]))
+        f[:, 4] = np.bincount(wp // ns, weights=partly, minlength=n)
         # link load: jobs decided so far on the shared links each crosses
         shared = np.isin(dp.link_kind, _SHARED_KINDS)
         for i, c in enumerate(pls):
