@@ -172,11 +172,11 @@ def test_the_level_2_target_reads_the_paired_difference_and_the_interference_cos
 
     best = np.array([100.0, 110.0, 90.0])
     jct = {"rules+topology": best, "rules+topology@no-interference": best * 0.96, "rules+learned": best * 0.995}
-    p = placement_target(jct, "rules+topology")
+    p = placement_target(jct, "rules+topology", "rules+learned")
     assert p["interference_cost"] == pytest.approx(0.04) and p["required"] == "1% better"
     assert not p["holds"] and "MISSED (by 0.5 points)" in _placement_line(p)  # 0.5% better where 1% is required
     jct["rules+topology@no-interference"] = best * 0.99  # interference costs 1%: no worse is enough
-    p = placement_target(jct, "rules+topology")
+    p = placement_target(jct, "rules+topology", "rules+learned")
     assert p["holds"] and p["required"] == "no worse beyond the 95% interval" and p["wins"] == 3
-    del jct["rules+learned"]
-    assert "no learned placement choice" in _placement_line(placement_target(jct, "rules+topology"))
+    assert "hrl (= rules+learned) −" in _placement_line(placement_target({**jct, "hrl": best}, "rules+topology", "hrl"))
+    assert "no learned placement choice" in _placement_line(placement_target(jct, "rules+topology", None))

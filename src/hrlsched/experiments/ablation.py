@@ -109,20 +109,27 @@ def ablated_checkpoints(checkpoint: Path, folder: Path) -> dict[str, Path]:
     return out
 
 
-def placed_rules(checkpoint: Path, folder: Path) -> dict[str, Path]:
+def placed_rules(checkpoint: Path, folder: Path) -> tuple[dict[str, Path], bool]:
     """Write (once) into ``folder`` the checkpoint's rules (``rules_only``)
-    placed by each heuristic of ``PLACEMENTS`` (``rules+pack`` is the
-    rules-only ablation itself) and, where the checkpoint has a learned
-    placement choice (``agent.placement_choice``), by that choice
-    (``rules+learned``): the same allocation policy, placed each way
-    (level 2 compared alone). Their paths by label."""
+    placed by each heuristic of ``PLACEMENTS`` but ``pack`` (the rules-only
+    ablation itself is the rules placed by pack) and, where the checkpoint
+    has a learned placement choice (``agent.placement_choice``), by that
+    choice (``rules+learned``): the same allocation policy, placed each way
+    (level 2 compared alone). Returns their paths by label, and whether the
+    checkpoint is itself its rules with its placement choice (nothing else
+    learned: ``rules+learned`` is then the agent, not written)."""
     from hrlsched.experiments import learned
 
     ck = learned.load(checkpoint)
     rules = rules_only(ck, str(checkpoint))
-    made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}} for p in PLACEMENTS}
+    made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}}
+            for p in PLACEMENTS if p != "pack"}
+    is_learned = False
     if ck.get("placement") is not None:
-        made[LEARNED_PLACEMENT] = {**rules, "placement": ck["placement"]}
+        mine = {**rules, "placement": ck["placement"]}
+        is_learned = decision_tag(mine) == decision_tag(ck)
+        if not is_learned:
+            made[LEARNED_PLACEMENT] = mine
     out = {}
     for label, c in made.items():
         # named by what decides (two checkpoints with the same rules share these runs)
@@ -130,7 +137,7 @@ def placed_rules(checkpoint: Path, folder: Path) -> dict[str, Path]:
         if not path.is_file():
             learned.save(path, {**c, "ablation": label, "ablated_from": str(checkpoint)})
         out[label] = path
-    return out
+    return out, is_learned
 
 
 def decision_tag(ck: dict[str, Any]) -> str:

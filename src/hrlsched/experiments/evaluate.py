@@ -59,6 +59,7 @@ LEARNED = {AGENT, *RIVALS}
 #: the runs without interference or contention that price it for the best placement heuristic (``--placements``)
 NO_INTERFERENCE = ("perf.options.interference_scale=0", "perf.options.contention=0")
 NO_INTERFERENCE_TAG = "@no-interference"
+PLACED_BY = {"pack": RULES_ONLY}  # the row of the rules placed by a heuristic, where it is not rules+NAME
 
 
 def _checked_policies(heuristics: list[str]) -> dict[str, str]:
@@ -152,13 +153,14 @@ def evaluate(
     cks = ablated_checkpoints(source, folder) if ablate else {}  # first: a checkpoint without them writes nothing
     cks[AGENT] = _copy_checkpoint(source, folder, AGENT)
     placed: list[str] = []
+    agent_is_learned = False
     if placements:
         if not ablate:
             raise ValueError("--placements: the rules placed each way are built from the checkpoint's rules-only "
                              "ablation; drop --no-ablate")
         from hrlsched.experiments.ablation import placed_rules
 
-        made = placed_rules(source, folder)
+        made, agent_is_learned = placed_rules(source, folder)
         cks.update(made)
         placed = list(made)
     rival_cks = {k: Path(v) for k, v in (rival_checkpoints or {}).items()}
@@ -195,7 +197,7 @@ def evaluate(
     results = run_all(runs, out, workers, progress)
     best_placed = None
     if placed:  # the best placement heuristic under the rules, then its runs without interference
-        heur = [f"rules+{p}" for p in PLACEMENTS]
+        heur = [PLACED_BY.get(p, f"rules+{p}") for p in PLACEMENTS]
         means = {lb: float(np.mean([results[(lb, s)]["avg_jct_s"] for s in seeds])) for lb in heur}
         best_placed = min(heur, key=lambda lb: means[lb])
         quiet = best_placed + NO_INTERFERENCE_TAG
@@ -239,7 +241,8 @@ def evaluate(
         "departures": departures,
     }
     if placed:
-        ev["placements"] = placement_target(jct, best_placed)
+        own = AGENT if agent_is_learned else (LEARNED_PLACEMENT if LEARNED_PLACEMENT in jct else None)
+        ev["placements"] = placement_target(jct, best_placed, own)
     _write(out, ev)
     return ev
 
@@ -260,35 +263,38 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, bes
     }
 
 
-def placement_target(jct: dict[str, np.ndarray], best: str | None) -> dict[str, Any]:
+def placement_target(jct: dict[str, np.ndarray], best: str | None, learned: str | None) -> dict[str, Any]:
     """Target 4 of issue 34 (level 2) from the runs of ``--placements``:
     the learned choice against the best placement heuristic under the same
     allocation (the agent's rules), paired by seed, and what interference
     and contention cost that heuristic (its runs without them). It holds
     where the learned choice is no worse beyond the 95% interval, and, where
     interference costs the heuristic 3% or more, is at least 1% better (its
-    mean paired difference)."""
+    mean paired difference). ``learned``: the row of the rules placed by
+    the learned choice (the agent itself where nothing else is learned;
+    None: no such row)."""
     from hrlsched.stats import interval
 
     assert best is not None
     b, quiet = jct[best], jct[best + NO_INTERFERENCE_TAG]
     cost = float((b.mean() - quiet.mean()) / b.mean())
     out: dict[str, Any] = {"best": best, "best_avg_jct_s": float(b.mean()), "no_interference_avg_jct_s":
-                           float(quiet.mean()), "interference_cost": cost, "learned": None}
-    if LEARNED_PLACEMENT in jct:
-        d = jct[LEARNED_PLACEMENT] - b
+                           float(quiet.mean()), "interference_cost": cost, "learned": None, "learned_row": learned}
+    if learned is not None:
+        d = jct[learned] - b
         dm, dh = interval(list(d))
         need_gain = cost >= 0.03
         rel, rel_h = dm / float(b.mean()), (dh / float(b.mean()) if dh == dh else 0.0)
         holds = rel <= -0.01 if need_gain else rel - rel_h <= 0
-        out.update(learned=float(jct[LEARNED_PLACEMENT].mean()), diff_s=dm, diff_s_ci95=dh, diff=rel,
+        out.update(learned=float(jct[learned].mean()), diff_s=dm, diff_s_ci95=dh, diff=rel,
                    diff_ci95=rel_h, wins=int((d < 0).sum()), seeds=int(d.size), required=
                    "1% better" if need_gain else "no worse beyond the 95% interval", holds=bool(holds))
     return out
 
 
 def _placement_line(p: dict[str, Any]) -> str:
-    head = (f"target 'level 2': interference and contention cost {p['best']} (the best placement heuristic under "
+    best = p["best"] + (" (placed by pack)" if p["best"] == RULES_ONLY else "")
+    head = (f"target 'level 2': interference and contention cost {best} (the best placement heuristic under "
             f"the rules' allocation) {100 * p['interference_cost']:.1f}% ({p['best_avg_jct_s'] / 3600:.3f} h against "
             f"{p['no_interference_avg_jct_s'] / 3600:.3f} h without)")
     if p["learned"] is None:
@@ -299,7 +305,8 @@ def _placement_line(p: dict[str, Any]) -> str:
         verdict = f"MISSED (by {100 * (p['diff'] + 0.01):.1f} points)"
     else:
         verdict = f"MISSED (worse by {100 * (p['diff'] - p['diff_ci95']):.1f}% beyond the interval)"
-    return (head + f"; {LEARNED_PLACEMENT} − {p['best']} {_pm(p['diff_s'], p['diff_s_ci95'], signed=True)} h "
+    own = p["learned_row"] + (f" (= {LEARNED_PLACEMENT})" if p["learned_row"] != LEARNED_PLACEMENT else "")
+    return (head + f"; {own} − {p['best']} {_pm(p['diff_s'], p['diff_s_ci95'], signed=True)} h "
             f"({100 * p['diff']:+.1f}% ± {100 * p['diff_ci95']:.1f}%, faster on {p['wins']}/{p['seeds']} seeds); "
             f"required: {p['required']}: {verdict}")
 
