@@ -29,10 +29,11 @@ tried first, small perturbations changed no choice and larger ones made
 
 What is learned (``learn``, ``PARTS``): the residual (per job and slot,
 ``agent.residual``), the point selector (per decision point, another
-heuristic's whole decision, ``agent.selector``), or both, as one vector of
-weights; the parts not learned are the starting checkpoint's, and a
-learned part it has is the first mean (a run goes on from an earlier
-run's agent). The
+heuristic's whole decision, ``agent.selector``), the placement choice (per
+job placed, one of a few candidate placements, ``agent.placement_choice``),
+or several, as one vector of weights; the parts not learned are the
+starting checkpoint's, and a learned part it has is the first mean (a run
+goes on from an earlier run's agent). The
 episodes' workloads come from one scenario (``scenario``, ``overrides``) or
 alternate among several cases (``cases``, ``SCENARIO[@key=value,...]``, as
 ``hrlsched headroom``'s): one agent for a family of clusters.
@@ -57,6 +58,7 @@ from typing import Any
 
 import numpy as np
 
+from hrlsched.agent.placement_choice import PLACEMENT_FEATURES, with_placement
 from hrlsched.agent.residual import RESIDUAL_FEATURES, with_residual
 from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
 
@@ -65,7 +67,8 @@ HELD_BACK = tuple(range(100, 120))
 CEM_SMOOTH = 0.7  # the share of the elite's mean and spread taken each iteration
 LAYER = "cand.2.weight"  # the free scorer's last layer: zeroed, so that the agent is its rules plus the residual
 #: the parts ES can learn, by checkpoint key: their number of weights
-PARTS = {"residual": len(RESIDUAL_FEATURES), "selector": len(SELECTOR_POLICIES) * len(SELECTOR_FEATURES)}
+PARTS = {"residual": len(RESIDUAL_FEATURES), "selector": len(SELECTOR_POLICIES) * len(SELECTOR_FEATURES),
+         "placement": len(PLACEMENT_FEATURES)}
 
 
 @dataclass(frozen=True)
@@ -150,6 +153,7 @@ def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
     environment steps); the agent and the workloads are kept per process."""
     import torch
 
+    from hrlsched.agent.placement_choice import PlacementChoice
     from hrlsched.agent.policy import HRLScheduler
     from hrlsched.agent.selector import Selector
     from hrlsched.config import resolve_run_config
@@ -162,17 +166,20 @@ def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
         with torch.no_grad():  # the free scorer silenced: the rules, plus the learned parts
             sched.net.cand[2].weight.zero_()
             sched.net.cand[2].bias.zero_()
-        _WORKER[("fixed", init)] = (sched.residual, sched.selector)
-    residual, selector = _WORKER[("fixed", init)]
+        _WORKER[("fixed", init)] = (sched.residual, sched.selector, sched.placement)
+    residual, selector, placement = _WORKER[("fixed", init)]
     parts = split(learn, theta)
     if theta is None:  # the rules: no learned part at all
-        residual, selector = None, None
+        residual, selector, placement = None, None, None
     if "residual" in parts:
         residual = parts["residual"]
     if "selector" in parts:
         w = parts["selector"]
         selector = None if w is None else Selector(w)
-    sched.residual, sched.selector = residual, selector
+    if "placement" in parts:
+        w = parts["placement"]
+        placement = None if w is None else PlacementChoice(w)
+    sched.residual, sched.selector, sched.placement = residual, selector, placement
     sched._scorer = None  # made anew with these weights
     key = ("built", case, seed)
     built = _WORKER.get(key)
@@ -340,10 +347,12 @@ def _start(base_ck: dict[str, Any], learn: tuple[str, ...], source: str) -> np.n
     """The first weights: each learned part's from the starting checkpoint
     where it has that part (a run goes on from an earlier one's agent), 0
     otherwise (the rules)."""
+    from hrlsched.agent.placement_choice import placement_weights
     from hrlsched.agent.residual import residual_weights
     from hrlsched.agent.selector import selector_weights
 
-    have = {"residual": residual_weights(base_ck, source), "selector": selector_weights(base_ck, source)}
+    have = {"residual": residual_weights(base_ck, source), "selector": selector_weights(base_ck, source),
+            "placement": placement_weights(base_ck, source)}
     return np.concatenate([np.zeros(PARTS[p]) if have.get(p) is None else np.ravel(have[p]) for p in learn])
 
 
@@ -358,14 +367,16 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     sd[LAYER] = torch.zeros_like(sd[LAYER])
     sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])
     ck["state_dict"] = sd
+    from hrlsched.agent.placement_choice import placement_weights
     from hrlsched.agent.residual import residual_weights
     from hrlsched.agent.selector import selector_weights
 
     # the parts not learned are the starting checkpoint's
     parts: dict[str, np.ndarray | None] = {"residual": residual_weights(base_ck, source),
-                                           "selector": selector_weights(base_ck, source)}
+                                           "selector": selector_weights(base_ck, source),
+                                           "placement": placement_weights(base_ck, source)}
     parts.update(split(tuple(cfg.learn), theta))
-    ck = with_selector(with_residual(ck, parts["residual"]), parts["selector"])
+    ck = with_placement(with_selector(with_residual(ck, parts["residual"]), parts["selector"]), parts["placement"])
     ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back),
                     "learn": list(cfg.learn), "cases": list(cfg.cases)}
     if cfg.cases:  # the cases name the workloads; scenario and overrides were not used

@@ -25,6 +25,7 @@ import torch
 from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
+from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
 from hrlsched.agent.residual import residual_scores, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
 from hrlsched.agent.selector import Selector, selector_weights
@@ -69,6 +70,12 @@ class HRLScheduler(Scheduler):
         # the learned point selector among other heuristics' whole decisions (``agent.selector``; None: none)
         sel = selector_weights(self.ck, str(path))
         self.selector = Selector(sel) if sel is not None else None
+        # the learned choice among candidate placements (``agent.placement_choice``; None: pack's)
+        pw = placement_weights(self.ck, str(path))
+        if pw is not None and self.part != "allocate":
+            raise CheckpointError(f"{path}: a placement choice needs a level-1 network (the placement is not learned "
+                                  "task by task)")
+        self.placement = PlacementChoice(pw) if pw is not None else None
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
@@ -84,6 +91,7 @@ class HRLScheduler(Scheduler):
                               worker_options=kw.get("worker_options", WORKER_OPTIONS),
                               ps_options=kw.get("ps_options"), max_jobs=int(kw.get("max_jobs", 64)))
         self.dp.reset(rng)
+        self.dp.place_choice = self.placement
         self.steps = 0
         if self.selector is not None:
             self.selector.reset(topology)

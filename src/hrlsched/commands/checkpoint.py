@@ -38,6 +38,8 @@ def describe(ck: dict[str, Any]) -> dict[str, Any]:
         sel = ck["selector"]
         out["selector"] = {p: dict(zip(sel.get("features", []), row))
                            for p, row in zip(sel.get("policies", []), sel.get("weights", []))}
+    if isinstance(ck.get("placement"), dict):  # the learned placement choice (agent.placement_choice)
+        out["placement"] = dict(zip(ck["placement"].get("features", []), ck["placement"].get("weights", [])))
     if "es_held_back_gain_pct" in ck:
         out["provenance"]["es_held_back_gain_pct"] = ck["es_held_back_gain_pct"]
     if "state_dict" in ck:
@@ -85,7 +87,8 @@ def register(app: typer.Typer) -> None:
         for title, key in (("provenance", "provenance"), ("environment (env_kwargs)", "env_kwargs"),
                            ("search that chose it (hrlsched tune)", "tune"), ("network", "net"),
                            ("learned residual over the rules (agent.residual): weight per feature", "residual"),
-                           ("learned point selector (agent.selector): weights per heuristic", "selector")):
+                           ("learned point selector (agent.selector): weights per heuristic", "selector"),
+                           ("learned placement choice (agent.placement_choice): weight per feature", "placement")):
             if key in info:
                 t = Table(title=title, title_justify="left", show_header=False)
                 for k, v in info[key].items():

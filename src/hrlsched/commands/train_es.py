@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         method: Annotated[str, typer.Option(help="es: the gradient estimate and Adam; cem: the cross-entropy method")] = "es",
         learn: Annotated[str, typer.Option(help="the parts learned, comma-separated: residual (per job and slot), "
-                                           "selector (another heuristic's whole decision at a point)")] = "residual",
+                                           "selector (another heuristic's whole decision at a point), "
+                                           "placement (one of a few candidate placements per job placed)")] = "residual",
         case: Annotated[Optional[list[str]], typer.Option("--case", help="train on several cases in turn, "  # noqa: UP045
                                                           "SCENARIO[@key=value,...] (repeatable; instead of --scenario/--set)")] = None,
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),

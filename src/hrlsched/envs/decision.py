@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import copy
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
 from gymnasium import spaces
@@ -63,6 +63,14 @@ ALLOCATE, PLACE = 0, 1
 
 class InvalidActionError(ValueError):
     """An action the mask does not allow."""
+
+
+class PlaceChoice(Protocol):
+    """A placement chosen at an allocation choice in place of the heuristic's (``DecisionPoint.place_choice``)."""
+
+    def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
+        """The placement of ``job`` (the current job) given the heuristic's ``pl``; it must fit the board."""
+        ...
 
 
 class KeptPlacements(NamedTuple):
@@ -201,6 +209,10 @@ class DecisionPoint:
         self.alloc_policy: AllocationPolicy | None = None
         self._mask = np.zeros(self.n_actions, dtype=np.int8)
         self.obs = Observer(self)
+        # level 2 over the heuristic placement (``agent.placement_choice``): where set, a job placed
+        # anew at an allocation choice takes ``place_choice.choose(self, job, pl)`` in place of the
+        # heuristic's ``pl`` (the masks stay the heuristic's); None: the heuristic's
+        self.place_choice: PlaceChoice | None = None
         self.reset(np.random.default_rng(0))
 
     # ------------------------------------------------------------ episode
@@ -513,6 +525,8 @@ class DecisionPoint:
             pl: Placement | None = cur_pl  # the same allocation: stay in place, no restart
         else:
             pl = self.feas.place(view, self.board, job, w, p)
+            if pl is not None and self.place_choice is not None:
+                pl = self.place_choice.choose(self, job, pl)
         if pl is None:
             raise RuntimeError(f"job {job.job_id}: candidate {c} ({w} workers, {p} PS) was allowed, but the "
                                f"{self.placement_policy.name} placement cannot place it (a mask bug)")

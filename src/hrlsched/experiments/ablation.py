@@ -10,7 +10,8 @@ allocation slot as (``agent.nets.HRLNet.heads``)
 - **rules-only**: the learned scorer silenced (its last layer,
   ``cand.2.weight`` and ``cand.2.bias``, zeroed, and its residual over
   the rules, ``agent.residual``, and its point selector,
-  ``agent.selector``, removed), the hand-set ``gap`` and
+  ``agent.selector``, and its placement choice, ``agent.placement_choice``,
+  removed: pack places), the hand-set ``gap`` and
   ``bonus`` kept: the hint's slot, or at its worker count another
   architecture, mode or PS count predicted to progress faster;
 - **hint alone**: ``gap`` zeroed too: the hint's slot at every choice, i.e.
@@ -34,6 +35,8 @@ from typing import Any
 SCORER = ("cand.2.weight", "cand.2.bias")  # the last layer of the learned candidate scorer
 GAP, BONUS = "gap", "bonus"
 RULES_ONLY, HINT_ALONE = "rules-only", "hint-alone"
+PLACEMENTS = ("pack", "balance", "topology")  # the placement heuristics the rules are placed by (``placed_rules``)
+LEARNED_PLACEMENT = "rules+learned"
 
 
 class AblationError(ValueError):
@@ -56,6 +59,7 @@ def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]
     out["state_dict"] = {**sd, **{k: torch.zeros_like(sd[k]) for k in SCORER}}
     out.pop("residual", None)  # the learned residual over the rules (agent.residual) goes too,
     out.pop("selector", None)  # and the learned point selector (agent.selector)
+    out.pop("placement", None)  # and the learned placement choice (agent.placement_choice): pack places
     out["ablation"] = RULES_ONLY
     return out
 
@@ -103,3 +107,49 @@ def ablated_checkpoints(checkpoint: Path, folder: Path) -> dict[str, Path]:
             learned.save(path, {**make(ck, str(checkpoint)), "ablated_from": str(checkpoint)})
         out[label] = path
     return out
+
+
+def placed_rules(checkpoint: Path, folder: Path) -> tuple[dict[str, Path], bool]:
+    """Write (once) into ``folder`` the checkpoint's rules (``rules_only``)
+    placed by each heuristic of ``PLACEMENTS`` but ``pack`` (the rules-only
+    ablation itself is the rules placed by pack) and, where the checkpoint
+    has a learned placement choice (``agent.placement_choice``), by that
+    choice (``rules+learned``): the same allocation policy, placed each way
+    (level 2 compared alone). Returns their paths by label, and whether the
+    checkpoint is itself its rules with its placement choice (nothing else
+    learned: ``rules+learned`` is then the agent, not written)."""
+    from hrlsched.experiments import learned
+
+    ck = learned.load(checkpoint)
+    rules = rules_only(ck, str(checkpoint))
+    made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}}
+            for p in PLACEMENTS if p != "pack"}
+    is_learned = False
+    if ck.get("placement") is not None:
+        mine = {**rules, "placement": ck["placement"]}
+        is_learned = decision_tag(mine) == decision_tag(ck)
+        if not is_learned:
+            made[LEARNED_PLACEMENT] = mine
+    out = {}
+    for label, c in made.items():
+        # named by what decides (two checkpoints with the same rules share these runs)
+        path = folder / f"{label}-{decision_tag(c)}.pt"
+        if not path.is_file():
+            learned.save(path, {**c, "ablation": label, "ablated_from": str(checkpoint)})
+        out[label] = path
+    return out, is_learned
+
+
+def decision_tag(ck: dict[str, Any]) -> str:
+    """The first 12 hex digits of a SHA-256 of what an agent's decisions
+    depend on in a loaded checkpoint (its network, weights, schema,
+    environment settings and learned parts), not of its provenance."""
+    import json
+
+    h = hashlib.sha256()
+    for k in ("net", "part", "schema", "env_kwargs", "residual", "selector", "placement"):
+        h.update(json.dumps([k, ck.get(k)], sort_keys=True, default=str).encode())
+    for k, v in sorted(ck["state_dict"].items()):
+        h.update(k.encode())
+        h.update(v.detach().cpu().contiguous().numpy().tobytes())
+    return h.hexdigest()[:12]

@@ -39,7 +39,13 @@ from typing import Any
 
 import numpy as np
 
-from hrlsched.experiments.ablation import HINT_ALONE, RULES_ONLY, describe_hint
+from hrlsched.experiments.ablation import (
+    HINT_ALONE,
+    LEARNED_PLACEMENT,
+    PLACEMENTS,
+    RULES_ONLY,
+    describe_hint,
+)
 from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
 
@@ -50,6 +56,10 @@ RIVALS = ("dl2", "harmony")
 DL2_BASELINES = ("drf", "drf+balance")
 HARMONY_PLACEMENTS = ("pack", "topology", "random")
 LEARNED = {AGENT, *RIVALS}
+#: the runs without interference or contention that price it for the best placement heuristic (``--placements``)
+NO_INTERFERENCE = ("perf.options.interference_scale=0", "perf.options.contention=0")
+NO_INTERFERENCE_TAG = "@no-interference"
+PLACED_BY = {"pack": RULES_ONLY}  # the row of the rules placed by a heuristic, where it is not rules+NAME
 
 
 def _checked_policies(heuristics: list[str]) -> dict[str, str]:
@@ -103,13 +113,19 @@ def evaluate(
     progress: Callable[[int, int], None] | None = None,
     rival_checkpoints: dict[str, str | Path] | None = None,
     lookahead: str | None = None,
+    placements: bool = False,
 ) -> dict[str, Any]:
     """Run (or reuse) every row's runs, write ``evaluation.csv`` and
     ``evaluation.json`` in ``out``, and return the evaluation (see
     ``evaluation.json``: ``rows``, ``rivals``, ``departures``).
     ``rival_checkpoints``: DL2's or Harmony's weights by name (default:
     the shipped ones). ``lookahead``: add the ``lookahead`` oracle with
-    these settings (text; "" its defaults) as a row."""
+    these settings (text; "" its defaults) as a row. ``placements``: add
+    level 2 alone (``ablation.placed_rules``): the agent's rules placed by
+    ``pack``, ``balance`` and ``topology``, and by its learned placement
+    choice where it has one, and the best of the three heuristics again
+    without interference or contention (``NO_INTERFERENCE``), for the
+    target of ``placement_target``."""
     from hrlsched.config import dump_run_config, resolve_run_config
     from hrlsched.data import check_data
     from hrlsched.experiments import learned
@@ -136,6 +152,17 @@ def evaluate(
     folder = out / "checkpoints"
     cks = ablated_checkpoints(source, folder) if ablate else {}  # first: a checkpoint without them writes nothing
     cks[AGENT] = _copy_checkpoint(source, folder, AGENT)
+    placed: list[str] = []
+    agent_is_learned = False
+    if placements:
+        if not ablate:
+            raise ValueError("--placements: the rules placed each way are built from the checkpoint's rules-only "
+                             "ablation; drop --no-ablate")
+        from hrlsched.experiments.ablation import placed_rules
+
+        made, agent_is_learned = placed_rules(source, folder)
+        cks.update(made)
+        placed = list(made)
     rival_cks = {k: Path(v) for k, v in (rival_checkpoints or {}).items()}
     baselines: dict[str, list[str]] = {}
     if rivals:
@@ -147,7 +174,7 @@ def evaluate(
         for r, alloc in (("dl2", "drf"), ("harmony", harmony_alloc)):  # and the heuristics of the same allocation
             baselines[r] += [h for h in heuristics if h.partition("+")[0] == alloc and h not in baselines[r]]
 
-    labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics]
+    labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics, *placed]
     la_label = None
     if lookahead is not None:
         from hrlsched.agent.lookahead import LookaheadConfig
@@ -160,12 +187,24 @@ def evaluate(
     labels = list(dict.fromkeys(labels))
 
     def config(label: str, seed: int) -> Any:
-        policy = AGENT if label in (RULES_ONLY, HINT_ALONE) else label
-        ck = [f"checkpoint={cks[label].resolve()}"] if label in cks else []
-        return resolve_run_config(scenario, policy, seed, [*overrides, *ck])
+        name, _, tag = label.partition("@")
+        policy = AGENT if name in (RULES_ONLY, HINT_ALONE, *placed) else name
+        ck = [f"checkpoint={cks[name].resolve()}"] if name in cks else []
+        extra = list(NO_INTERFERENCE) if tag else []
+        return resolve_run_config(scenario, policy, seed, [*overrides, *ck, *extra])
 
     runs = [(label, config(label, s)) for label in labels for s in seeds]
     results = run_all(runs, out, workers, progress)
+    best_placed = None
+    if placed:  # the best placement heuristic under the rules, then its runs without interference
+        heur = [PLACED_BY.get(p, f"rules+{p}") for p in PLACEMENTS]
+        means = {lb: float(np.mean([results[(lb, s)]["avg_jct_s"] for s in seeds])) for lb in heur}
+        best_placed = min(heur, key=lambda lb: means[lb])
+        quiet = best_placed + NO_INTERFERENCE_TAG
+        labels.append(quiet)
+        more = [(quiet, config(quiet, s)) for s in seeds]
+        runs += more
+        results.update(run_all(more, out, workers, progress))
     jct = {label: np.array([results[(label, s)]["avg_jct_s"] for s in seeds], dtype=float) for label in labels}
     unfinished = {label: sum(int(results[(label, s)]["jobs_total"]) - int(results[(label, s)]["jobs_completed"])
                              for s in seeds) for label in labels}
@@ -174,9 +213,13 @@ def evaluate(
     best = min(heuristics, key=lambda p: jct[p].mean())
     kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
              **({r: "rival" for r in RIVALS} if rivals else {}), **({la_label: "oracle planner"} if la_label else {}),
+             **{lb: "placed rules" for lb in placed},
+             **({best_placed + NO_INTERFERENCE_TAG: "no interference"} if best_placed else {}),
              BOUND: "bound"}
     agent_info = information(learned.HRLScheduler)  # (its ablations read what it reads)
-    info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info})
+    info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info,
+                 **{lb: agent_info for lb in placed},
+                 **({best_placed + NO_INTERFERENCE_TAG: agent_info} if best_placed else {})})
     if rivals:
         from hrlsched.policies.registry import make_scheduler
 
@@ -197,6 +240,9 @@ def evaluate(
         "rivals": [_paired(r, b, jct[r], jct[b]) for r, bs in baselines.items() for b in bs],
         "departures": departures,
     }
+    if placed:
+        own = AGENT if agent_is_learned else (LEARNED_PLACEMENT if LEARNED_PLACEMENT in jct else None)
+        ev["placements"] = placement_target(jct, best_placed, own)
     _write(out, ev)
     return ev
 
@@ -215,6 +261,54 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, bes
         "avg_jct_s": mean, "avg_jct_s_ci95": half, "agent_minus_row_s": dm, "agent_minus_row_s_ci95": dh,
         "agent_wins": int((agent < v).sum()), "per_seed_avg_jct_s": [float(x) for x in v],
     }
+
+
+def placement_target(jct: dict[str, np.ndarray], best: str | None, learned: str | None) -> dict[str, Any]:
+    """Target 4 of issue 34 (level 2) from the runs of ``--placements``:
+    the learned choice against the best placement heuristic under the same
+    allocation (the agent's rules), paired by seed, and what interference
+    and contention cost that heuristic (its runs without them). It holds
+    where the learned choice is no worse beyond the 95% interval, and, where
+    interference costs the heuristic 3% or more, is at least 1% better (its
+    mean paired difference). ``learned``: the row of the rules placed by
+    the learned choice (the agent itself where nothing else is learned;
+    None: no such row)."""
+    from hrlsched.stats import interval
+
+    assert best is not None
+    b, quiet = jct[best], jct[best + NO_INTERFERENCE_TAG]
+    cost = float((b.mean() - quiet.mean()) / b.mean())
+    out: dict[str, Any] = {"best": best, "best_avg_jct_s": float(b.mean()), "no_interference_avg_jct_s":
+                           float(quiet.mean()), "interference_cost": cost, "learned": None, "learned_row": learned}
+    if learned is not None:
+        d = jct[learned] - b
+        dm, dh = interval(list(d))
+        need_gain = cost >= 0.03
+        rel, rel_h = dm / float(b.mean()), (dh / float(b.mean()) if dh == dh else 0.0)
+        holds = rel <= -0.01 if need_gain else rel - rel_h <= 0
+        out.update(learned=float(jct[learned].mean()), diff_s=dm, diff_s_ci95=dh, diff=rel,
+                   diff_ci95=rel_h, wins=int((d < 0).sum()), seeds=int(d.size), required=
+                   "1% better" if need_gain else "no worse beyond the 95% interval", holds=bool(holds))
+    return out
+
+
+def _placement_line(p: dict[str, Any]) -> str:
+    best = p["best"] + (" (placed by pack)" if p["best"] == RULES_ONLY else "")
+    head = (f"target 'level 2': interference and contention cost {best} (the best placement heuristic under "
+            f"the rules' allocation) {100 * p['interference_cost']:.1f}% ({p['best_avg_jct_s'] / 3600:.3f} h against "
+            f"{p['no_interference_avg_jct_s'] / 3600:.3f} h without)")
+    if p["learned"] is None:
+        return head + "; the checkpoint has no learned placement choice to set against it"
+    if p["holds"]:
+        verdict = "holds"
+    elif p["required"] == "1% better":
+        verdict = f"MISSED (by {100 * (p['diff'] + 0.01):.1f} points)"
+    else:
+        verdict = f"MISSED (worse by {100 * (p['diff'] - p['diff_ci95']):.1f}% beyond the interval)"
+    own = p["learned_row"] + (f" (= {LEARNED_PLACEMENT})" if p["learned_row"] != LEARNED_PLACEMENT else "")
+    return (head + f"; {own} − {p['best']} {_pm(p['diff_s'], p['diff_s_ci95'], signed=True)} h "
+            f"({100 * p['diff']:+.1f}% ± {100 * p['diff_ci95']:.1f}%, faster on {p['wins']}/{p['seeds']} seeds); "
+            f"required: {p['required']}: {verdict}")
 
 
 def _paired(rival: str, baseline: str, a: np.ndarray, b: np.ndarray) -> dict[str, Any]:
@@ -317,6 +411,8 @@ def targets(ev: dict[str, Any]) -> list[str]:
     out = []
     if agent is None or rules is None:
         return out
+    if ev.get("placements"):
+        out.append(_placement_line(ev["placements"]))
     d, h = rules["agent_minus_row_s"], rules["agent_minus_row_s_ci95"]
     hurts = d - (0.0 if h != h else h) > 0
     out.append(f"target 'learning never hurts': agent − rules-only {_pm(d, h, signed=True)} h: "

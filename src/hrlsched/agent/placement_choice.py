@@ -1,0 +1,280 @@
+"""The agent's level 2: one placement per job chosen among candidate
+placements, by a linear score of a few named features of each.
+
+Why candidates and not GPU by GPU: a heuristic's placement then stays
+exactly reachable (the GPU-by-GPU clone of ``pack`` matched it at 83% of
+the choices and lost 4%, issue 34), and the choice is one argmax over a
+handful of whole placements that the performance model prices in about a
+millisecond each.
+
+When a job is placed anew at an allocation choice (``DecisionPoint.
+place_choice``), its candidates are (``CANDIDATE_SOURCES``), deduplicated:
+
+- ``pack``: the heuristic's own placement (the agent's masks stay pack's,
+  and every candidate exists where pack's does);
+- ``balance``: the least-loaded servers first;
+- ``topology``: its candidate set (pack's, balance's, and consolidated on
+  each of the 3 roomiest servers), so ``topology``'s choice is among them
+  (it scores them with the performance model on the view's running jobs);
+- ``quiet``: for a job no single server can take, the servers whose NICs
+  the jobs decided so far cross least, the roomiest first among equals.
+
+Each candidate's features (``PLACEMENT_FEATURES``), relative to pack's
+(pack's are 0):
+
+- ``servers``: servers it spans;
+- ``suffered``: the job's own predicted slowdown among its neighbours, 1 -
+  its speed there over its best speed alone at any candidate, in tenths;
+- ``caused``: the speed its neighbours lose, the sum of 1 - their speed
+  with it over their speed without it, in tenths; the neighbours are the
+  jobs on the servers any candidate touches: those placed at this point
+  and the running jobs not decided yet, where they run (the performance
+  model of the view, one solve per candidate);
+- ``link_load``: the mean number of jobs decided so far on the shared links
+  it crosses (switch uplinks, QPI, NICs, rack uplinks; 0 if none);
+- ``fragments``: servers left partly used (some GPUs free, some not) after
+  it;
+- ``balance``: 1 for balance's placement.
+
+Score: ``weights . features`` plus ``PRIOR`` (1) on pack's candidate; the
+best score wins, pack's among ties. With all weights 0 pack's always wins:
+the agent's placement is pack's, to the bit (no feature is computed then).
+
+A checkpoint carries the weights as ``placement = {"features": [...],
+"weights": [...]}``; ``hrlsched train-es --learn placement`` learns them
+(``agent.es``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hrlsched.core.job import Job
+from hrlsched.core.placement import Placement
+from hrlsched.envs.board import crossed_links
+from hrlsched.errors import CheckpointError
+from hrlsched.policies.placement.balance import BalancePlacement
+from hrlsched.policies.placement.frame import gpus_in_server
+from hrlsched.policies.placement.interference_aware import TopologyPlacement
+
+if TYPE_CHECKING:
+    from hrlsched.envs.decision import DecisionPoint
+
+PLACEMENT_FEATURES = ("servers", "suffered", "caused", "link_load", "fragments", "balance")
+CANDIDATE_SOURCES = ("pack", "balance", "topology", "quiet")
+PRIOR = 1.0  # pack's margin: weights . features must pass it for another candidate to win
+_SHARED_KINDS = (1, 2, 3, 4)  # ``board.LINK_KINDS``: switch uplinks, QPI, NICs, rack uplinks
+
+
+class Candidates:
+    """One job's candidate placements (pack's first) and where each comes from (``CANDIDATE_SOURCES``, a set each)."""
+
+    def __init__(self) -> None:
+        self.placements: list[Placement] = []
+        self.sources: list[set[str]] = []
+        self._index: dict[tuple, int] = {}
+
+    def add(self, pl: Placement | None, source: str) -> None:
+        if pl is None:
+            return
+        key = pl.canonical()
+        i = self._index.get(key)
+        if i is None:
+            self._index[key] = len(self.placements)
+            self.placements.append(pl)
+            self.sources.append({source})
+        else:
+            self.sources[i].add(source)
+
+
+class PlacementChoice:
+    """The candidates, their features and the weights that choose among
+    them (see the module's docstring); ``choose`` is the
+    ``DecisionPoint.place_choice`` hook. ``choices``/``departed``: jobs
+    placed, and those placed elsewhere than pack would."""
+
+    def __init__(self, weights: np.ndarray) -> None:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(PLACEMENT_FEATURES),):
+            raise ValueError(f"placement weights: expected {len(PLACEMENT_FEATURES)} numbers, got shape {w.shape}")
+        self.weights = w
+        self._perf = bool(w[1] or w[2])  # the performance model is asked only where its features count
+        self._balance = BalancePlacement()
+        self._topology = TopologyPlacement()
+        self._point: tuple[int, int] | None = None
+        self.choices = 0
+        self.departed = 0
+
+    # ------------------------------------------------------------ the hook
+    def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
+        """The placement of ``job`` at ``dp``'s current choice, ``pl`` being pack's."""
+        self.choices += 1
+        if not self.weights.any():
+            return pl
+        cands = self.candidates(dp, job, pl)
+        if len(cands.placements) == 1:
+            return pl
+        s = self.features(dp, job, cands).dot(self.weights)
+        s[0] += PRIOR
+        i = int(s.argmax())  # the first best: pack's among ties
+        if i:
+            self.departed += 1
+        return cands.placements[i]
+
+    # ---------------------------------------------------------- candidates
+    def candidates(self, dp: DecisionPoint, job: Job, pl: Placement) -> Candidates:
+        """``job``'s candidates on ``dp``'s board, ``pl`` (pack's) first; those that do not fit dropped."""
+        view, board = dp.view, dp.board
+        assert view is not None
+        occ = board.occ
+        w, p = pl.n_workers, pl.n_ps
+        out = Candidates()
+        out.add(pl, "pack")
+        out.add(self._balance.place_job(view, occ, job, w, p), "balance")
+        # topology's own candidate set (its choice is one of them), as its place_job builds it
+        for c in self._topology._candidates(view, occ, job, w, p):
+            out.add(c, "topology")
+        cap = occ.worker_capacity(job)
+        if not np.any(cap >= w):
+            out.add(_quiet(dp, job, cap, w, p), "quiet")
+        # (each is built on the room left, so this guard rarely drops one; the occupancy's check is
+        # the cheap one: the board's indexes a placement's links first)
+        keep = [0] + [i for i in range(1, len(out.placements)) if occ.fits(job, out.placements[i])]
+        if len(keep) < len(out.placements):
+            out.placements = [out.placements[i] for i in keep]
+            out.sources = [out.sources[i] for i in keep]
+        return out
+
+    # ------------------------------------------------------------ features
+    def features(self, dp: DecisionPoint, job: Job, cands: Candidates) -> np.ndarray:
+        """(candidates, ``PLACEMENT_FEATURES``), each relative to the first (pack's) candidate."""
+        topo, board = dp.topo, dp.board
+        pls = cands.placements
+        n = len(pls)
+        f = np.zeros((n, len(PLACEMENT_FEATURES)))
+        # the servers each candidate touches (its GPUs' and its PSs'), as (candidate, server) pairs
+        cid = np.repeat(np.arange(n), [c.n_workers for c in pls])
+        gsrv = topo.gpu_server[np.fromiter((g for c in pls for g in c.gpus), dtype=np.int64, count=cid.size)]
+        pcid = np.repeat(np.arange(n), [c.n_ps for c in pls])
+        psrv = topo.socket_server[np.fromiter((s for c in pls for s in c.ps_sockets), dtype=np.int64,
+                                              count=pcid.size)]
+        ns = topo.n_servers
+        pairs = np.unique(np.concatenate([cid * ns + gsrv, pcid * ns + psrv]))
+        f[:, 0] = np.bincount(pairs // ns, minlength=n)
+        # fragments: servers partly used after the candidate, against before (only its servers change)
+        free = np.bincount(topo.gpu_server, weights=board.occ.gpu_free > 0, minlength=ns)
+        size = topo.server_gpus
+        wp, took = np.unique(cid * ns + gsrv, return_counts=True)  # (candidate, server) pairs of its workers
+        srv = wp % ns
+        before, after = free[srv], free[srv] - took
+        partly = ((after > 0) & (after < size[srv])).astype(float) - ((before > 0) & (before < size[srv]))
+        f[:, 4] = np.bincount(wp // ns, weights=partly, minlength=n)
+        # link load: jobs decided so far on the shared links each crosses
+        shared = np.isin(dp.link_kind, _SHARED_KINDS)
+        for i, c in enumerate(pls):
+            links = crossed_links(topo, dp.link_off, c)
+            links = links[shared[links]]
+            f[i, 3] = float(board.link_jobs[links].mean()) if links.size else 0.0
+        f[:, 5] = [1.0 if "balance" in s else 0.0 for s in cands.sources]
+        if self._perf:
+            f[:, 1], f[:, 2] = self._slowdowns(dp, job, pls, np.unique(pairs % ns))
+        return f - f[0]
+
+    def _slowdowns(self, dp: DecisionPoint, job: Job, pls: list[Placement],
+                   servers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Per candidate: the slowdown the job suffers and the one it causes, in tenths (``features``)."""
+        perf = dp.view.perf  # type: ignore[union-attr]
+        oj, op = self._neighbours(dp, servers)
+        base = np.maximum(perf.speeds(oj, op), 1e-12) if oj else np.zeros(0)
+        top = max(max(perf.alone_speed(job, c) for c in pls), 1e-12)
+        suffered, caused = np.zeros(len(pls)), np.zeros(len(pls))
+        for i, c in enumerate(pls):
+            sp = perf.speeds([*oj, job], [*op, c])
+            suffered[i] = 10.0 * (1.0 - sp[-1] / top)
+            caused[i] = 10.0 * float(np.sum(1.0 - sp[:-1] / base)) if oj else 0.0
+        return suffered, caused
+
+    def _neighbours(self, dp: DecisionPoint, servers: np.ndarray) -> tuple[list[Job], list[Placement]]:
+        """The jobs with a task on ``servers``: those placed at this point, and
+        the running jobs not decided yet where they run."""
+        view = dp.view
+        assert view is not None
+        key = (id(view), dp.decisions)
+        if key != self._point:  # a new point: its running jobs, indexed by server
+            self._point = key
+            self._entries: list[tuple[Job, Placement, int]] = []
+            self._by_server: dict[int, list[int]] = {}
+            self._seen = 0
+            for k, pl in enumerate(view.placements[:dp.n_dec]):
+                if pl is not None:
+                    self._add(dp, view.jobs[k], pl, k)
+        placed = dp.placements
+        if len(placed) > self._seen:  # placed at this point since the last call (dict order: insertion)
+            wl = dp.pricing.workload
+            for i, (jid, pl) in enumerate(placed.items()):
+                if i >= self._seen:
+                    j = wl.effective(view.jobs[view.index(jid)], dp.arch.get(jid), dp.mode.get(jid))
+                    self._add(dp, j, pl, -1)
+            self._seen = len(placed)
+        idx = sorted({e for s in servers.tolist() for e in self._by_server.get(s, ())})
+        ents = [self._entries[e] for e in idx]
+        ents = [(j, pl) for j, pl, k in ents if k < 0 or k > dp.k]  # a running job: until its turn
+        return [j for j, _ in ents], [pl for _, pl in ents]
+
+    def _add(self, dp: DecisionPoint, job: Job, pl: Placement, k: int) -> None:
+        topo = dp.topo
+        e = len(self._entries)
+        self._entries.append((job, pl, k))
+        srv = set(topo.gpu_server[list(pl.gpus)].tolist()) | set(topo.socket_server[list(pl.ps_sockets)].tolist())
+        for s in srv:
+            self._by_server.setdefault(s, []).append(e)
+
+
+def _quiet(dp: DecisionPoint, job: Job, cap: np.ndarray, n_workers: int, n_ps: int) -> Placement | None:
+    """``job``'s workers over the servers whose NICs the jobs decided so far cross least (the roomiest
+    first among equals), each filled as far as it takes them; its PSs as every placement's."""
+    board = dp.board
+    occ = board.occ
+    nic = board.link_jobs[int(dp.link_off[3]):int(dp.link_off[4])]
+    ok = np.flatnonzero(cap > 0)
+    order = ok[np.lexsort((-cap[ok], nic[ok]))]
+    take = np.cumsum(cap[order])
+    m = int(np.searchsorted(take, n_workers)) + 1
+    if m > order.size:
+        return None
+    counts = cap[order[:m]].astype(np.int64)
+    counts[-1] -= int(take[m - 1] - n_workers)
+    gpus = np.concatenate([gpus_in_server(occ, int(s), int(c)) for s, c in zip(order[:m], counts)])
+    if gpus.size < n_workers:
+        return None
+    ps = occ.ps_sockets_for(job, n_ps, gpus)
+    return None if ps is None else Placement.of(gpus, ps)
+
+
+def placement_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarray | None:
+    """The placement choice's weights of a loaded checkpoint (None: it has
+    none); ``CheckpointError`` if its features are not this version's or
+    the weights are not finite numbers, one per feature."""
+    r = ck.get("placement")
+    if r is None:
+        return None
+    if not isinstance(r, dict) or list(r.get("features", [])) != list(PLACEMENT_FEATURES):
+        got = r.get("features") if isinstance(r, dict) else r
+        raise CheckpointError(f"{source}: its placement's features {got} are not this version's "
+                              f"{list(PLACEMENT_FEATURES)}")
+    try:
+        w = np.asarray(r.get("weights", []), dtype=np.float64)
+    except (TypeError, ValueError):
+        w = np.zeros(0)
+    if w.shape != (len(PLACEMENT_FEATURES),) or not np.all(np.isfinite(w)):
+        raise CheckpointError(f"{source}: placement weights: expected {len(PLACEMENT_FEATURES)} finite numbers")
+    return w
+
+
+def with_placement(ck: dict[str, Any], weights: np.ndarray | None) -> dict[str, Any]:
+    """``ck`` with these placement weights (None: without a placement choice: pack)."""
+    out = {k: v for k, v in ck.items() if k != "placement"}
+    if weights is not None:
+        out["placement"] = {"features": list(PLACEMENT_FEATURES), "weights": [float(x) for x in weights]}
+    return out
