@@ -58,7 +58,9 @@ def test_ablations_are_built_from_the_checkpoint(tmp_path: Path) -> None:
     ck = learned.load(learned.shipped_checkpoint())
     rules, hint = ablation.rules_only(ck), ablation.hint_alone(ck)
     for k in ablation.SCORER:
-        assert not rules["state_dict"][k].any() and not hint["state_dict"][k].any() and ck["state_dict"][k].any()
+        assert not rules["state_dict"][k].any() and not hint["state_dict"][k].any()
+    # what the shipped agent learned (its point selector; its free scorer is silenced already) goes
+    assert "selector" in ck and "selector" not in rules and "selector" not in hint
     assert torch.equal(rules["state_dict"]["gap"], ck["state_dict"]["gap"]) and float(rules["state_dict"]["gap"]) != 0
     assert torch.equal(rules["state_dict"]["bonus"], ck["state_dict"]["bonus"])
     assert float(hint["state_dict"]["gap"]) == 0 and float(hint["state_dict"]["bonus"]) == 1

@@ -133,3 +133,47 @@ def test_comparison_report_screenshot(report: Path, tmp_path: Path) -> None:
     console = [line for line in r.stderr.splitlines() if ":CONSOLE" in line]
     assert not console, console  # a blocked request or a page error is logged there
     assert png_size(shot) == (LAPTOP["width"], LAPTOP["height"])
+
+
+def test_experiment_report_in_chromium(tmp_path: Path) -> None:
+    """An experiment's folder (what ``hrlsched experiment NAME`` writes), rendered and opened:
+    no console error or outside request, every plot decodes, the page fits a laptop's width."""
+    browser_path = chromium()
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("Playwright is not installed (make install brings it with the dev extras)")
+    from hrlsched.experiments.experiment import Experiment, Factor, run_experiment
+
+    tiny = Experiment(
+        "tiny", "a tiny load sweep",
+        (Factor("load", "offered load", (0.5, 1.0), (0.5, 1.0),
+                lambda v: ("default", ["workload.jobs=8", f"workload.duration_h={1 / v:g}"]), reference=1.0),),
+        policies=("fifo", "srtf"), seeds=(0,), quick_seeds=(0,), bound=True, plots=("sweep", "main"),
+        cdf_policies=("fifo", "srtf"))
+    out = tmp_path / "exp"
+    run_experiment(tiny, out, quick=True, workers=1)
+    page_path = write_report(out)
+    problems: list[str] = []
+    requests: list[str] = []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=browser_path)
+        try:
+            page = browser.new_page(viewport=LAPTOP)
+            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
+                    if m.type in ("error", "warning") else None)
+            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+            page.on("request", lambda r: requests.append(r.url))
+            page.goto(page_path.as_uri(), wait_until="load")
+            sizes = page.evaluate("""() => Promise.all([...document.images].map(
+                img => img.decode().then(() => [img.naturalWidth, img.naturalHeight], e => [0, 0])))""")
+            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
+            text = page.evaluate("() => document.body.innerText")
+        finally:
+            browser.close()
+    assert not problems, problems
+    assert all(u == page_path.as_uri() or u.startswith("data:") for u in requests), requests
+    pngs = sorted(p.name for p in out.glob("*.png"))
+    assert len(sizes) >= len(pngs) >= 3 and all(w > 0 and h > 0 for w, h in sizes), (sizes, pngs)
+    assert overflow <= 0, f"the page scrolls sideways by {overflow} px"
+    assert "srtf" in text and "fifo" in text

@@ -282,6 +282,16 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
     return data
 
 
+def parse_case(text: str) -> tuple[str, tuple[str, ...]]:
+    """``SCENARIO[@key=value,key=value]``: a scenario with overrides, as one
+    name (``default@predictor.work_noise=0.7``); (scenario, overrides)."""
+    scen, at, rest = text.strip().partition("@")
+    over = tuple(x.strip() for x in rest.split(",") if x.strip()) if at else ()
+    if not scen or (at and not over) or any("=" not in o for o in over):
+        raise ValueError(f"case {text!r}: expected SCENARIO[@key=value[,key=value]]")
+    return scen, over
+
+
 def resolve_run_config(
     scenario: str, policy: str | None = None, seed: int | None = None, overrides: list[str] | None = None
 ) -> RunConfig:

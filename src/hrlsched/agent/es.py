@@ -123,12 +123,12 @@ class ESConfig:
 
 def _case(text: str) -> tuple[str, tuple[str, ...]]:
     """(scenario, overrides) of ``SCENARIO[@key=value,...]``."""
-    from hrlsched.experiments.headroom import Case
+    from hrlsched.config import parse_case
 
-    c = Case.parse(text)
-    if c.lookahead:
-        raise ValueError(f"es cases: {text!r}: a training case takes no '#' lookahead settings")
-    return c.scenario, c.overrides
+    try:
+        return parse_case(text)
+    except ValueError:
+        raise ValueError(f"es cases: {text!r}: expected SCENARIO[@key=value[,key=value]]") from None
 
 
 def split(learn: tuple[str, ...], theta: np.ndarray | None) -> dict[str, np.ndarray | None]:

@@ -42,11 +42,13 @@ class Case:
 
     @classmethod
     def parse(cls, text: str) -> Case:
+        from hrlsched.config import parse_case
+
         head, _, la = text.strip().partition("#")
-        scen, at, rest = head.partition("@")
-        over = tuple(x.strip() for x in rest.split(",") if x.strip()) if at else ()
-        if not scen or (at and not over) or any("=" not in o for o in over):
-            raise ValueError(f"--case {text!r}: expected SCENARIO[@key=value[,key=value]][#lookahead settings]")
+        try:
+            scen, over = parse_case(head)
+        except ValueError:
+            raise ValueError(f"--case {text!r}: expected SCENARIO[@key=value[,key=value]][#lookahead settings]") from None
         return cls(text.strip(), scen, over, la)
 
     @property
