@@ -53,7 +53,10 @@ def close(shown: float, value: float) -> bool:
     return math.isclose(shown, value, rel_tol=6e-4, abs_tol=1e-9) or abs(shown - value) <= 0.5
 
 
-def test_comparison_report_in_chromium(report: Path) -> None:
+def open_page(path: Path, scripts: dict[str, str]) -> tuple[list[str], list[str], dict]:
+    """Open ``path`` in the system's Chromium at laptop width: the console
+    errors and warnings, page errors and failed requests; every request's
+    URL; and each of ``scripts`` evaluated on the loaded page, by name."""
     browser_path = chromium()
     try:
         from playwright.sync_api import sync_playwright
@@ -70,22 +73,30 @@ def test_comparison_report_in_chromium(report: Path) -> None:
             page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
             page.on("requestfailed", lambda r: problems.append(f"request failed: {r.url}"))
             page.on("request", lambda r: requests.append(r.url))
-            page.goto(report.as_uri(), wait_until="load")
-            sizes = page.evaluate("""() => Promise.all([...document.images].map(
-                img => img.decode().then(() => [img.naturalWidth, img.naturalHeight],
-                                         e => [0, 0, img.src.slice(0, 60) + ': ' + e])))""")
-            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-            table = page.evaluate("""() => {
+            page.goto(path.as_uri(), wait_until="load")
+            got = {name: page.evaluate(js) for name, js in scripts.items()}
+            got["title"] = page.title()
+        finally:
+            browser.close()
+    return problems, requests, got
+
+
+IMAGES = """() => Promise.all([...document.images].map(
+    img => img.decode().then(() => [img.naturalWidth, img.naturalHeight],
+                             e => [0, 0, img.src.slice(0, 60) + ': ' + e])))"""
+OVERFLOW = "() => document.documentElement.scrollWidth - window.innerWidth"
+
+
+def test_comparison_report_in_chromium(report: Path) -> None:
+    problems, requests, got = open_page(report, {"sizes": IMAGES, "overflow": OVERFLOW, "table": """() => {
                 const t = document.getElementById('main-table');
                 return {
                   heads: [...t.tHead.rows[0].cells].map(
                     c => [c.dataset.key || null, parseFloat(c.dataset.scale || '1'), c.innerText]),
                   rows: [...t.tBodies[0].rows].map(r => [...r.cells].map(c => [c.innerText, c.dataset.value ?? null])),
                 };
-            }""")
-            title = page.title()
-        finally:
-            browser.close()
+            }"""})
+    sizes, overflow, table, title = got["sizes"], got["overflow"], got["table"], got["title"]
     assert not problems, problems
     assert all(u == report.as_uri() or u.startswith("data:") for u in requests), requests
     assert title == "Comparison: default"
@@ -138,11 +149,7 @@ def test_comparison_report_screenshot(report: Path, tmp_path: Path) -> None:
 def test_experiment_report_in_chromium(tmp_path: Path) -> None:
     """An experiment's folder (what ``hrlsched experiment NAME`` writes), rendered and opened:
     no console error or outside request, every plot decodes, the page fits a laptop's width."""
-    browser_path = chromium()
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright is not installed (make install brings it with the dev extras)")
+    chromium()  # a skip, saying why, before the runs where no browser can be had
     from hrlsched.experiments.experiment import Experiment, Factor, run_experiment
 
     tiny = Experiment(
@@ -154,23 +161,9 @@ def test_experiment_report_in_chromium(tmp_path: Path) -> None:
     out = tmp_path / "exp"
     run_experiment(tiny, out, quick=True, workers=1)
     page_path = write_report(out)
-    problems: list[str] = []
-    requests: list[str] = []
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=browser_path)
-        try:
-            page = browser.new_page(viewport=LAPTOP)
-            page.on("console", lambda m: problems.append(f"console {m.type}: {m.text}")
-                    if m.type in ("error", "warning") else None)
-            page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-            page.on("request", lambda r: requests.append(r.url))
-            page.goto(page_path.as_uri(), wait_until="load")
-            sizes = page.evaluate("""() => Promise.all([...document.images].map(
-                img => img.decode().then(() => [img.naturalWidth, img.naturalHeight], e => [0, 0])))""")
-            overflow = page.evaluate("() => document.documentElement.scrollWidth - window.innerWidth")
-            text = page.evaluate("() => document.body.innerText")
-        finally:
-            browser.close()
+    problems, requests, got = open_page(page_path, {"sizes": IMAGES, "overflow": OVERFLOW,
+                                                    "text": "() => document.body.innerText"})
+    sizes, overflow, text = got["sizes"], got["overflow"], got["text"]
     assert not problems, problems
     assert all(u == page_path.as_uri() or u.startswith("data:") for u in requests), requests
     pngs = sorted(p.name for p in out.glob("*.png"))
