@@ -343,17 +343,22 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
     return state
 
 
-def _start(base_ck: dict[str, Any], learn: tuple[str, ...], source: str) -> np.ndarray:
-    """The first weights: each learned part's from the starting checkpoint
-    where it has that part (a run goes on from an earlier one's agent), 0
-    otherwise (the rules)."""
+def learned_parts(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, np.ndarray | None]:
+    """Each part of ``PARTS`` a loaded checkpoint carries, validated (None: it has none)."""
     from hrlsched.agent.placement_choice import placement_weights
     from hrlsched.agent.residual import residual_weights
     from hrlsched.agent.selector import selector_weights
 
-    have = {"residual": residual_weights(base_ck, source), "selector": selector_weights(base_ck, source),
-            "placement": placement_weights(base_ck, source)}
-    return np.concatenate([np.zeros(PARTS[p]) if have.get(p) is None else np.ravel(have[p]) for p in learn])
+    return {"residual": residual_weights(ck, source), "selector": selector_weights(ck, source),
+            "placement": placement_weights(ck, source)}
+
+
+def _start(base_ck: dict[str, Any], learn: tuple[str, ...], source: str) -> np.ndarray:
+    """The first weights: each learned part's from the starting checkpoint
+    where it has that part (a run goes on from an earlier one's agent), 0
+    otherwise (the rules)."""
+    have = learned_parts(base_ck, source)
+    return np.concatenate([np.zeros(PARTS[p]) if have[p] is None else np.ravel(have[p]) for p in learn])
 
 
 def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESConfig, iteration: int,
@@ -367,14 +372,7 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     sd[LAYER] = torch.zeros_like(sd[LAYER])
     sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])
     ck["state_dict"] = sd
-    from hrlsched.agent.placement_choice import placement_weights
-    from hrlsched.agent.residual import residual_weights
-    from hrlsched.agent.selector import selector_weights
-
-    # the parts not learned are the starting checkpoint's
-    parts: dict[str, np.ndarray | None] = {"residual": residual_weights(base_ck, source),
-                                           "selector": selector_weights(base_ck, source),
-                                           "placement": placement_weights(base_ck, source)}
+    parts = learned_parts(base_ck, source)  # the parts not learned are the starting checkpoint's
     parts.update(split(tuple(cfg.learn), theta))
     ck = with_placement(with_selector(with_residual(ck, parts["residual"]), parts["selector"]), parts["placement"])
     ck["config"] = {**asdict(cfg), "overrides": list(cfg.overrides), "held_back": list(cfg.held_back),
