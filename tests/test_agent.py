@@ -299,8 +299,18 @@ def test_shipped_checkpoint_loads_and_decides() -> None:
     # never trained on evaluation seeds 0-99: train-es draws its workloads from 1000 on, its curve on held_back
     from hrlsched.agent.es import TRAIN_SEED0
 
-    assert TRAIN_SEED0 >= 100 and min(pol.ck["config"]["held_back"]) >= 100
-    assert min(pol.ck["init"]["config"]["train_seeds"]) >= 100  # the encoders' PPO run, likewise
+    assert TRAIN_SEED0 >= 100
+    # every run in its history (each run's starting checkpoint is kept under "init"): ES/CEM runs' curves on
+    # held_back seeds, the encoders' PPO run on train_seeds, none of them 0-99
+    ck, seen = pol.ck, []
+    while ck:
+        cfg = ck.get("config", {})
+        for k in ("held_back", "train_seeds", "valid_seeds"):
+            if cfg.get(k):
+                seen.append(k)
+                assert min(cfg[k]) >= 100, (k, cfg[k])
+        ck = ck.get("init")
+    assert "held_back" in seen and "train_seeds" in seen
     res = simulate(resolve_run_config("default", "hrl", 0, TINY))
     assert summary(res, "hrl", "default")["jobs_completed"] == 10
 
