@@ -7,7 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
-from hrlsched.agent.es import ESConfig, _episode, train  # noqa: E402
+from hrlsched.agent.es import PARTS, ESConfig, _episode, train  # noqa: E402
 
 SETS = ("workload.jobs=6", "workload.duration_h=0.3")
 
@@ -32,8 +32,9 @@ def test_a_zero_residual_is_the_rules() -> None:
     assert jct == rules and steps > 0
     # zero weights on every learned part the shipped agent has are the rules too (a part not learned is the
     # starting checkpoint's: its selector stays where only the residual is learned)
-    assert _episode(None, case, 101, np.zeros(22), ("residual", "selector")) == (jct, steps)
-    assert _episode(None, case, 101, np.zeros(15), ("selector",)) == (jct, steps)
+    n = PARTS["selector"]
+    assert _episode(None, case, 101, np.zeros(7 + n), ("residual", "selector")) == (jct, steps)
+    assert _episode(None, case, 101, np.zeros(n), ("selector",)) == (jct, steps)
 
 
 @pytest.mark.parametrize("method", ["es", "cem"])
@@ -113,7 +114,7 @@ def test_a_selector_learned_on_two_cases_is_saved_with_the_fixed_parts_and_resum
     c = cfg(overrides=(), cases=("default@" + ",".join(SETS), "comm@" + ",".join(SETS)), learn=("selector",),
             method="cem", seeds_per_pair=2, sigma=2.0)
     st = train(c, tmp_path / "s")
-    assert st.theta.shape == (15,) and set(st.rules_held) == {f"{x}|100" for x in c.cases}
+    assert st.theta.shape == (PARTS["selector"],) and set(st.rules_held) == {f"{x}|100" for x in c.cases}
     if (tmp_path / "s" / "best.pt").is_file():
         agent = HRLScheduler(tmp_path / "s" / "best.pt")
         assert agent.selector is not None and agent.residual is None
@@ -165,6 +166,50 @@ def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
 
     ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
     assert not _start(ck, ("residual", "selector"), "x").any()
-    w = np.arange(15, dtype=float).reshape(3, 5)
+    w = np.arange(21, dtype=float).reshape(3, 7)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")
     np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))
+
+
+def test_a_selector_saved_with_fewer_features_loads_with_the_others_at_zero() -> None:
+    """A checkpoint made before ``idle`` and ``moves`` existed names five
+    features: it loads with those two weighted 0 (the same choices); an
+    unknown feature is refused, naming the file."""
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, selector_weights
+    from hrlsched.errors import CheckpointError
+
+    old = {"selector": {"policies": list(SELECTOR_POLICIES), "features": ["bias", "free_gpus", "queued", "demand", "new"],
+                        "weights": [[1.0, 2.0, 3.0, 4.0, 5.0]] * 3}}
+    w = selector_weights(old)
+    assert w is not None and w.shape == (len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+    np.testing.assert_array_equal(w[:, :5], [[1.0, 2.0, 3.0, 4.0, 5.0]] * 3)
+    assert not w[:, 5:].any()
+    old["selector"]["features"][1] = "load"
+    with pytest.raises(CheckpointError, match="x.pt: its selector"):
+        selector_weights(old, "x.pt")
+
+
+def test_the_point_features_read_the_agents_own_decision() -> None:
+    """``idle`` is the share of GPUs the agent's own decision leaves free,
+    ``moves`` the share of active jobs it starts, stops or moves."""
+    from hrlsched.agent.rules import RulesScheduler
+    from hrlsched.agent.selector import SELECTOR_FEATURES, point_features
+    from hrlsched.config import resolve_run_config
+    from hrlsched.contract import Decision
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulation
+
+    b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    rules = RulesScheduler()
+    rules.reset(b.topology, np.random.default_rng(0))
+    view = sim.reset(101)
+    while view is not None and not any(p is not None for p in view.placements):
+        view = sim.step(rules.decide(view)).view
+    assert view is not None
+    idle, moves = SELECTOR_FEATURES.index("idle"), SELECTOR_FEATURES.index("moves")
+    keep = Decision(placements={j.job_id: p for j, p in zip(view.jobs, view.placements) if p is not None})
+    f = point_features(view, keep)
+    assert f[moves] == 0.0 and f[idle] == pytest.approx(float(np.mean(view.gpu_tasks == 0)))
+    f = point_features(view, Decision())  # everything stopped: every running job moves, every GPU idle
+    assert f[idle] == 1.0 and f[moves] == pytest.approx(float(np.mean(view.running)))

@@ -154,12 +154,12 @@ def test_a_checkpoint_carries_the_weights_its_ablation_drops_them_and_bad_ones_a
 
 
 def test_es_learns_the_placement_part(tmp_path: Path) -> None:
-    from hrlsched.agent.es import ESConfig, _episode, train
+    from hrlsched.agent.es import PARTS, ESConfig, _episode, train
     from hrlsched.agent.policy import HRLScheduler
 
     rules = _episode(None, CASE, 101, None)
     # zero weights on every part the shipped agent has are the rules (a part not learned stays the init's)
-    assert _episode(None, CASE, 101, np.zeros(len(PLACEMENT_FEATURES) + 15), ("placement", "selector")) == rules
+    assert _episode(None, CASE, 101, np.zeros(len(PLACEMENT_FEATURES) + PARTS["selector"]), ("placement", "selector")) == rules
     c = ESConfig(scenario="default", overrides=SETS, iterations=1, pairs=1, seeds_per_pair=1, eval_every=1,
                  held_back=(100,), workers=1, method="cem", learn=("placement",), sigma=2.0)
     st = train(c, tmp_path / "p")

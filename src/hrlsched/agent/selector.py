@@ -14,7 +14,15 @@ The point's features (``SELECTOR_FEATURES``), each within [0, 1] or so:
 ``bias`` (1); ``free_gpus``: the share of GPUs with no worker;
 ``queued``: the share of the active jobs not running; ``demand``: the GPUs
 the active jobs request over the cluster's, over 4 (capped at 1);
-``new``: the share of the active jobs that never ran (arrivals since).
+``new``: the share of the active jobs that never ran (arrivals since);
+``idle``: the share of GPUs the agent's own decision leaves without a
+worker; ``moves``: the share of the active jobs whose placement its own
+decision changes (started, stopped or moved: each a restart).
+The last two read the agent's own decision, computed first anyway: where
+the rules leave GPUs idle, or restart many jobs, another heuristic's
+decision is more often better (the lookahead's rollouts on ``comm``).
+A checkpoint that names fewer features (made before some were added)
+loads with the missing ones weighted 0: the same choices.
 
 The agent always makes its own decision first (its decision point keeps
 its state), and a heuristic decides only where it is taken; the heuristics
@@ -35,18 +43,26 @@ from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.errors import CheckpointError
 
 SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack")
-SELECTOR_FEATURES = ("bias", "free_gpus", "queued", "demand", "new")
+SELECTOR_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves")
 
 
-def point_features(view: ClusterView) -> np.ndarray:
-    """``SELECTOR_FEATURES`` of a decision point."""
+def point_features(view: ClusterView, own: Decision) -> np.ndarray:
+    """``SELECTOR_FEATURES`` of a decision point, where the agent's own
+    decision is ``own``."""
     n = max(len(view.jobs), 1)
     gpus = max(view.gpu_tasks.size, 1)
     running = view.running
     demand = sum(j.requested_gpus for j in view.jobs) / gpus
     never = float(np.count_nonzero((view.running_s <= 0) & ~running)) if len(view.jobs) else 0.0
+    used = sum(len(p.gpus) for p in own.placements.values())
+    moves = 0
+    for j, p in zip(view.jobs, view.placements):
+        q = own.placements.get(j.job_id)
+        if q != p:  # started, stopped or moved (None != a placement)
+            moves += 1
     return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
-                     float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n])
+                     float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n,
+                     max(0.0, 1.0 - used / gpus), moves / n])
 
 
 class Selector:
@@ -68,19 +84,19 @@ class Selector:
         self.taken[:] = 0
         self.points = 0
 
-    def choose(self, view: ClusterView) -> int:
+    def choose(self, view: ClusterView, own: Decision) -> int:
         """The heuristic taken at this point (its index), or -1: the agent's own."""
         self.points += 1
         if not self.weights.any():
             return -1
-        s = self.weights.dot(point_features(view))
+        s = self.weights.dot(point_features(view, own))
         i = int(s.argmax())
         return i if s[i] > 0.0 else -1
 
     def decide(self, view: ClusterView, own: Decision) -> Decision:
         """``own``, or the chosen heuristic's decision at this point (with
         the agent's own ``recheck_s`` where the heuristic sets none)."""
-        i = self.choose(view)
+        i = self.choose(view, own)
         if i < 0:
             return own
         self.taken[i] += 1
@@ -97,17 +113,21 @@ def selector_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarr
     r = ck.get("selector")
     if r is None:
         return None
-    if list(r.get("policies", [])) != list(SELECTOR_POLICIES) or list(r.get("features", [])) != list(SELECTOR_FEATURES):
+    names = list(r.get("features", []))
+    if list(r.get("policies", [])) != list(SELECTOR_POLICIES) or not names or len(set(names)) != len(names) \
+            or any(f not in SELECTOR_FEATURES for f in names):
         raise CheckpointError(f"{source}: its selector's policies {r.get('policies')} and features {r.get('features')} "
-                              f"are not this version's {list(SELECTOR_POLICIES)}, {list(SELECTOR_FEATURES)}")
-    shape = (len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+                              f"are not this version's {list(SELECTOR_POLICIES)} and some of {list(SELECTOR_FEATURES)}")
+    shape = (len(SELECTOR_POLICIES), len(names))
     try:
         w = np.asarray(r.get("weights", []), dtype=np.float64)
     except (TypeError, ValueError):
         w = np.zeros(0)
     if w.shape != shape or not np.all(np.isfinite(w)):
         raise CheckpointError(f"{source}: selector weights: expected {shape[0]} rows of {shape[1]} finite numbers")
-    return w
+    out = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
+    out[:, [SELECTOR_FEATURES.index(f) for f in names]] = w  # a feature the file lacks: weight 0
+    return out
 
 
 def with_selector(ck: dict[str, Any], weights: np.ndarray | None) -> dict[str, Any]:
