@@ -18,9 +18,11 @@ the active jobs request over the cluster's, over 4 (capped at 1);
 ``idle``: the share of GPUs the agent's own decision leaves without a
 worker; ``moves``: the share of the active jobs whose placement its own
 decision changes (started, stopped or moved: each a restart).
-The last two read the agent's own decision, computed first anyway: where
-the rules leave GPUs idle, or restart many jobs, another heuristic's
-decision is more often better (the lookahead's rollouts on ``comm``).
+The last two read the agent's own decision, computed first anyway: the
+guess was that what that decision does (GPUs left idle, jobs restarted)
+tells where another heuristic's decision pays, which the first five do not;
+the CEM run with them found no such weights (``docs/agent.md``), and the
+shipped checkpoint weights them 0.
 A checkpoint that names fewer features (made before some were added)
 loads with the missing ones weighted 0: the same choices.
 
