@@ -37,6 +37,33 @@ def test_headroom_runs_pairs_and_resumes(tmp_path: Path) -> None:
         headroom([case], [0], tmp_path, "", ["fifo"], levels=("3",))
 
 
+def test_the_points_evaluated_are_kept_with_each_alternatives_gain(tmp_path: Path) -> None:
+    """Each point the lookahead evaluates is kept with the selector's features
+    and each alternative's job-seconds; ``points.csv`` gives every
+    alternative's gain over the base decision, which is positive exactly
+    where the lookahead took one (the best, strictly better)."""
+    import csv
+
+    from hrlsched.agent.selector import SELECTOR_FEATURES
+
+    case = "default@workload.jobs=14,workload.duration_h=0.7#every=2"
+    (r,) = headroom([case], [0], tmp_path, "policies=srtf+pack:drf+pack", ["fifo"], workers=1, levels=("1",))
+    x = r["levels"]["level 1"]
+    rows = list(csv.DictReader((tmp_path / "points.csv").open()))
+    assert rows and {k for k in rows[0]} >= {"case", "level", "seed", "alternative", "gain_h", *SELECTOR_FEATURES}
+    by_point: dict[str, list[float]] = {}
+    for row in rows:
+        by_point.setdefault(row["time_s"], []).append(float(row["gain_h"]))
+    assert len(by_point) == x["evaluated"]
+    assert sum(max(g) > 0 for g in by_point.values()) == x["changed"]
+    kinds = x["points_by_kind"]
+    assert sum(v["tried"] for v in kinds.values()) == len(rows)
+    assert 0 < kinds["policy srtf+pack"]["tried"] <= x["evaluated"]  # (not tried where it is the base decision)
+    md = markdown([r], "")
+    if any(v["tried"] >= 10 for v in kinds.values()):
+        assert "Point by point" in md and "most correlated feature" in md
+
+
 def test_the_headroom_page_quotes_the_table_its_command_made() -> None:
     """docs/headroom.md's summary figures are those of docs/headroom/cases.md
     (written by the hrlsched headroom command named in its first line)."""

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from hrlsched.agent.rules import Choice, RulesScheduler
+from hrlsched.agent.selector import point_features
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, Scheduler
 from hrlsched.envs.candidates import KEEP, WAIT
@@ -152,6 +153,10 @@ class LookaheadStats:
     changed: int = 0  # evaluated points where an alternative beat the rules
     by_kind: dict[str, int] = field(default_factory=dict)  # the kinds of alternatives taken
     seconds: float = 0.0  # wall time spent deciding
+    # each evaluated point: its time, active jobs, the selector's features of it (``agent.selector``,
+    # the base decision as the agent's own), the base decision's job-seconds from there, and each
+    # alternative's [kind, job-seconds]: where the room is, point by point (``hrlsched headroom``'s points.csv)
+    records: list[dict[str, Any]] = field(default_factory=list)
 
 
 class LookaheadScheduler(Scheduler):
@@ -220,10 +225,15 @@ class LookaheadScheduler(Scheduler):
             if alts:
                 st.evaluated += 1
                 best, best_v, taken = base, self._rollout(base), None
+                rec: dict[str, Any] = {"time_s": float(view.time_s), "jobs": len(view.jobs),
+                                       "features": [float(x) for x in point_features(view, base)],
+                                       "base": float(best_v), "alternatives": []}
                 for kind, d in alts:
                     v = self._rollout(d)
+                    rec["alternatives"].append([kind, float(v)])
                     if v < best_v - 1e-6 * max(1.0, abs(best_v)):  # strictly better: ties keep the base
                         best, best_v, taken = d, v, kind
+                st.records.append(rec)
                 if taken is not None:
                     st.changed += 1
                     st.by_kind[taken] = st.by_kind.get(taken, 0) + 1

@@ -15,6 +15,8 @@ fact), with 95% t-intervals."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import time
 from collections.abc import Callable
@@ -26,6 +28,7 @@ from typing import Any
 import numpy as np
 
 RULES = "optimus-tuned"
+MIN_POINTS = 10  # an alternative's line in the point-by-point table needs this many points
 LEVEL_ROWS = {"1": ("level 1", "allocation"), "2": ("level 2", "placement"), "both": ("both", "both")}
 
 
@@ -175,7 +178,34 @@ def headroom(
     rows = [_case_row(c, seeds, heur, las[c.text], results) for c in parsed]
     write_json(out / "headroom.json", {"cases": cases, "seeds": seeds, "lookahead": lookahead,
                                        "heuristics": heur, "rows": rows})
+    _write_points(out / "points.csv", [(c.text, name, p, s, results[(c.text, p, s)]) for c in parsed
+                                       for name, p in las[c.text].items() for s in seeds])
     return rows
+
+
+def _point_gains(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float]]:
+    """(point, alternative's kind, its gain over the base decision in hours of
+    the episode's average JCT) for each alternative tried at each evaluated
+    point of a lookahead run's record (none for a record made before points
+    were kept)."""
+    n = max(int(rec.get("jobs_total") or 0), 1)
+    return [(pt, str(kind), (pt["base"] - float(v)) / n / 3600.0)
+            for pt in (rec.get("lookahead") or {}).get("records", []) for kind, v in pt["alternatives"]]
+
+
+def _write_points(path: Path, runs: list[tuple[str, str, str, int, dict[str, Any]]]) -> None:
+    """``points.csv``: one row per alternative tried at a point evaluated."""
+    from hrlsched.agent.selector import SELECTOR_FEATURES
+    from hrlsched.io import write_text
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["case", "level", "seed", "time_s", "active_jobs", *SELECTOR_FEATURES, "alternative", "gain_h"])
+    for case, level, _, seed, rec in runs:
+        for pt, kind, g in _point_gains(rec):
+            w.writerow([case, level, seed, f"{pt['time_s']:.0f}", pt["jobs"], *(f"{x:.6g}" for x in pt["features"]),
+                        kind, f"{g:.6g}"])
+    write_text(path, buf.getvalue())
 
 
 def _gain(ref: np.ndarray, v: np.ndarray) -> tuple[float, float]:
@@ -212,9 +242,34 @@ def _case_row(c: Case, seeds: list[int], heur: list[str], las: dict[str, str],
             "points": int(sum(x.get("points", 0) for x in la)), "evaluated": int(sum(x.get("evaluated", 0) for x in la)),
             "rollouts": int(sum(x.get("rollouts", 0) for x in la)), "changed": int(sum(x.get("changed", 0) for x in la)),
             "decide_ms": 1000.0 * sum(x.get("seconds", 0.0) for x in la) / max(1, sum(x.get("points", 0) for x in la)),
-            "changed_by_kind": kinds,
+            "changed_by_kind": kinds, "points_by_kind": _points_by_kind(recs),
         }
     return row
+
+
+def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per kind of alternative, over the points where it was tried: how many,
+    at how many it beat the base decision, its mean gain (hours of average
+    JCT), and the Pearson correlation of its gain with each of the selector's
+    features (``agent.selector``; None where either does not vary): whether
+    what the selector reads tells where the alternative pays."""
+    from hrlsched.agent.selector import SELECTOR_FEATURES
+
+    by: dict[str, list[tuple[list[float], float]]] = {}
+    for rec in recs:
+        for pt, kind, g in _point_gains(rec):
+            by.setdefault(kind, []).append((pt["features"], g))
+    out: dict[str, dict[str, Any]] = {}
+    for kind, xs in by.items():
+        f = np.array([x for x, _ in xs], dtype=float)
+        g = np.array([y for _, y in xs], dtype=float)
+        r: dict[str, float | None] = {}
+        for i, name in enumerate(SELECTOR_FEATURES):
+            ok = f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
+            r[name] = float(np.corrcoef(f[:, i], g)[0, 1]) if ok else None
+        out[kind] = {"tried": len(xs), "better": int(np.count_nonzero(g > 0)), "mean_gain_h": float(g.mean()),
+                     "r": r}
+    return out
 
 
 def _pm(v: float, h: float) -> str:
@@ -250,4 +305,19 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(x["changed_by_kind"].items(), key=lambda kv: -kv[1]))
             md.append(f"| `{r['case']}` | {name} | `{x['policy']}` | {x['evaluated']} / {x['points']} | {x['rollouts']} | "
                       f"{x['decide_ms']:.0f} | {x['changed']}: {kinds or '-'} |")
+    pts = [(r["case"], name, k, v) for r in rows for name, x in r["levels"].items()
+           for k, v in (x.get("points_by_kind") or {}).items() if v["tried"] >= MIN_POINTS]
+    if pts:
+        md += ["", "Point by point (`points.csv` beside `headroom.json`): each alternative tried at "
+               f"{MIN_POINTS} or more points, the share of them where it beat the rules' decision, its mean gain "
+               "there in hours of the episode's average JCT (positive: better), and the feature of the agent's "
+               "point selector (`agent/selector.py`) whose value correlates most with that gain (Pearson r; "
+               "few points make a noisy r).", "",
+               "| case | level | alternative | points | better at | mean gain (h) | most correlated feature |",
+               "|---|---|---|---|---|---|---|"]
+        for case, name, k, v in pts:
+            rs = {f: x for f, x in v["r"].items() if x is not None}
+            top = max(rs, key=lambda f: abs(rs[f])) if rs else None
+            md.append(f"| `{case}` | {name} | {k} | {v['tried']} | {v['better'] / v['tried']:.0%} | "
+                      f"{v['mean_gain_h']:+.4f} | " + (f"`{top}` r = {rs[top]:+.2f}" if top else "-") + " |")
     return "\n".join(md) + "\n"
