@@ -166,7 +166,7 @@ def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
 
     ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
     assert not _start(ck, ("residual", "selector"), "x").any()
-    w = np.arange(21, dtype=float).reshape(3, 7)
+    w = np.arange(PARTS["selector"], dtype=float).reshape(3, -1)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")
     np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))
 
@@ -213,3 +213,26 @@ def test_the_point_features_read_the_agents_own_decision() -> None:
     assert f[moves] == 0.0 and f[idle] == pytest.approx(float(np.mean(view.gpu_tasks == 0)))
     f = point_features(view, Decision())  # everything stopped: every running job moves, every GPU idle
     assert f[idle] == 1.0 and f[moves] == pytest.approx(float(np.mean(view.running)))
+
+
+def test_recent_is_the_selectors_memory_of_its_own_choices() -> None:
+    """``recent`` halves at each point and gains 1 where a heuristic was
+    taken: with bias 1 and recent -1.5 the selector takes a heuristic at
+    every other point of the same view; a reset forgets."""
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, Selector
+    from hrlsched.config import resolve_run_config
+    from hrlsched.contract import Decision
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulation
+
+    b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
+    view = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor).reset(101)
+    assert view is not None
+    w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
+    w[0, SELECTOR_FEATURES.index("bias")], w[0, SELECTOR_FEATURES.index("recent")] = 1.0, -1.5
+    sel = Selector(w)
+    sel.reset(b.topology)
+    own = Decision()
+    assert [sel.choose(view, own) for _ in range(6)] == [0, -1, 0, -1, 0, -1]
+    sel.reset(b.topology)
+    assert sel.recent == 0.0 and sel.choose(view, own) == 0

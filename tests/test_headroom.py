@@ -44,13 +44,13 @@ def test_the_points_evaluated_are_kept_with_each_alternatives_gain(tmp_path: Pat
     where the lookahead took one (the best, strictly better)."""
     import csv
 
-    from hrlsched.agent.selector import SELECTOR_FEATURES
+    from hrlsched.agent.selector import POINT_FEATURES
 
     case = "default@workload.jobs=14,workload.duration_h=0.7#every=2"
     (r,) = headroom([case], [0], tmp_path, "policies=srtf+pack:drf+pack", ["fifo"], workers=1, levels=("1",))
     x = r["levels"]["level 1"]
     rows = list(csv.DictReader((tmp_path / "points.csv").open()))
-    assert rows and {k for k in rows[0]} >= {"case", "level", "seed", "alternative", "gain_h", *SELECTOR_FEATURES}
+    assert rows and {k for k in rows[0]} >= {"case", "level", "seed", "alternative", "gain_h", *POINT_FEATURES}
     by_point: dict[str, list[float]] = {}
     for row in rows:
         by_point.setdefault(row["time_s"], []).append(float(row["gain_h"]))

@@ -153,7 +153,7 @@ class LookaheadStats:
     changed: int = 0  # evaluated points where an alternative beat the rules
     by_kind: dict[str, int] = field(default_factory=dict)  # the kinds of alternatives taken
     seconds: float = 0.0  # wall time spent deciding
-    # each evaluated point: its time, active jobs, the selector's features of it (``agent.selector``,
+    # each evaluated point: its time, active jobs, the selector's point features (``agent.selector``,
     # the base decision as the agent's own), the base decision's job-seconds from there, and each
     # alternative's [kind, job-seconds]: where the room is, point by point (``hrlsched headroom``'s points.csv)
     records: list[dict[str, Any]] = field(default_factory=list)

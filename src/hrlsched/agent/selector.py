@@ -22,7 +22,10 @@ The last two read the agent's own decision, computed first anyway: the
 guess was that what that decision does (GPUs left idle, jobs restarted)
 tells where another heuristic's decision pays, which the first five do not;
 the CEM run with them found no such weights (``docs/agent.md``), and the
-shipped checkpoint weights them 0.
+shipped checkpoint weights them 0. ``recent`` is the selector's own memory:
+a count of the points where it took a heuristic, halved at each point. Why:
+another heuristic's decision after the rules' often pays where the same
+again soon after costs (the lookahead's records, ``docs/headroom.md``).
 A checkpoint that names fewer features (made before some were added)
 loads with the missing ones weighted 0: the same choices.
 
@@ -45,11 +48,14 @@ from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.errors import CheckpointError
 
 SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack")
-SELECTOR_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves")
+POINT_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves")  # of the point
+#: the point's, and ``recent``: the selector's own recent choices
+SELECTOR_FEATURES = (*POINT_FEATURES, "recent")
+RECENT_DECAY = 0.5  # ``recent`` halves at each point, and gains 1 where a heuristic was taken
 
 
 def point_features(view: ClusterView, own: Decision) -> np.ndarray:
-    """``SELECTOR_FEATURES`` of a decision point, where the agent's own
+    """``POINT_FEATURES`` of a decision point, where the agent's own
     decision is ``own``."""
     n = max(len(view.jobs), 1)
     gpus = max(view.gpu_tasks.size, 1)
@@ -76,6 +82,7 @@ class Selector:
         self._policies: list[Scheduler] = []
         self.taken = np.zeros(len(SELECTOR_POLICIES), dtype=np.int64)  # points each heuristic decided
         self.points = 0
+        self.recent = 0.0  # the ``recent`` feature: a decaying count of the points a heuristic decided
 
     def reset(self, topology: Topology) -> None:
         from hrlsched.policies.registry import make_scheduler
@@ -85,15 +92,18 @@ class Selector:
             s.reset(topology, np.random.default_rng(0))
         self.taken[:] = 0
         self.points = 0
+        self.recent = 0.0
 
     def choose(self, view: ClusterView, own: Decision) -> int:
         """The heuristic taken at this point (its index), or -1: the agent's own."""
         self.points += 1
         if not self.weights.any():
             return -1
-        s = self.weights.dot(point_features(view, own))
+        s = self.weights.dot(np.append(point_features(view, own), self.recent))
         i = int(s.argmax())
-        return i if s[i] > 0.0 else -1
+        i = i if s[i] > 0.0 else -1
+        self.recent = RECENT_DECAY * self.recent + (1.0 if i >= 0 else 0.0)
+        return i
 
     def decide(self, view: ClusterView, own: Decision) -> Decision:
         """``own``, or the chosen heuristic's decision at this point (with

@@ -195,12 +195,12 @@ def _point_gains(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float]]
 
 def _write_points(path: Path, runs: list[tuple[str, str, str, int, dict[str, Any]]]) -> None:
     """``points.csv``: one row per alternative tried at a point evaluated."""
-    from hrlsched.agent.selector import SELECTOR_FEATURES
+    from hrlsched.agent.selector import POINT_FEATURES
     from hrlsched.io import write_text
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(["case", "level", "seed", "time_s", "active_jobs", *SELECTOR_FEATURES, "alternative", "gain_h"])
+    w.writerow(["case", "level", "seed", "time_s", "active_jobs", *POINT_FEATURES, "alternative", "gain_h"])
     for case, level, _, seed, rec in runs:
         for pt, kind, g in _point_gains(rec):
             w.writerow([case, level, seed, f"{pt['time_s']:.0f}", pt["jobs"], *(f"{x:.6g}" for x in pt["features"]),
@@ -253,7 +253,7 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     JCT), and the Pearson correlation of its gain with each of the selector's
     features (``agent.selector``; None where either does not vary): whether
     what the selector reads tells where the alternative pays."""
-    from hrlsched.agent.selector import SELECTOR_FEATURES
+    from hrlsched.agent.selector import POINT_FEATURES
 
     by: dict[str, list[tuple[list[float], float]]] = {}
     for rec in recs:
@@ -264,7 +264,7 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
         f = np.array([x for x, _ in xs], dtype=float)
         g = np.array([y for _, y in xs], dtype=float)
         r: dict[str, float | None] = {}
-        for i, name in enumerate(SELECTOR_FEATURES):
+        for i, name in enumerate(POINT_FEATURES):
             ok = f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
             r[name] = float(np.corrcoef(f[:, i], g)[0, 1]) if ok else None
         out[kind] = {"tried": len(xs), "better": int(np.count_nonzero(g > 0)), "mean_gain_h": float(g.mean()),
