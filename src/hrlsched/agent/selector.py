@@ -24,8 +24,10 @@ tells where another heuristic's decision pays, which the first five do not;
 the CEM run with them found no such weights (``docs/agent.md``), and the
 shipped checkpoint weights them 0. ``recent`` is the selector's own memory:
 a count of the points where it took a heuristic, halved at each point. Why:
-another heuristic's decision after the rules' often pays where the same
-again soon after costs (the lookahead's records, ``docs/headroom.md``).
+along the lookahead's run, which has taken better decisions already,
+another heuristic's decision beats the rules' at few points
+(``docs/headroom.md``): whether one pays may depend on what was taken
+just before.
 A checkpoint that names fewer features (made before some were added)
 loads with the missing ones weighted 0: the same choices.
 
