@@ -21,8 +21,8 @@ decision changes (started, stopped or moved: each a restart).
 The last two read the agent's own decision, computed first anyway: the
 guess was that what that decision does (GPUs left idle, jobs restarted)
 tells where another heuristic's decision pays, which the first five do not;
-the CEM run with them found no such weights (``docs/agent.md``), and the
-shipped checkpoint weights them 0. ``recent`` is the selector's own memory:
+alone they found no weights that pay (``docs/agent.md``); with ``recent``
+they carry small weights in the shipped checkpoint. ``recent`` is the selector's own memory:
 a count of the points where it took a heuristic, halved at each point. Why:
 along the lookahead's run, which has taken better decisions already,
 another heuristic's decision beats the rules' at few points
@@ -65,11 +65,8 @@ def point_features(view: ClusterView, own: Decision) -> np.ndarray:
     demand = sum(j.requested_gpus for j in view.jobs) / gpus
     never = float(np.count_nonzero((view.running_s <= 0) & ~running)) if len(view.jobs) else 0.0
     used = sum(len(p.gpus) for p in own.placements.values())
-    moves = 0
-    for j, p in zip(view.jobs, view.placements):
-        q = own.placements.get(j.job_id)
-        if q != p:  # started, stopped or moved (None != a placement)
-            moves += 1
+    # started, stopped or moved (None != a placement)
+    moves = sum(own.placements.get(j.job_id) != p for j, p in zip(view.jobs, view.placements))
     return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
                      float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n,
                      max(0.0, 1.0 - used / gpus), moves / n])
