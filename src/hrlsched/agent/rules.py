@@ -101,6 +101,8 @@ class RulesScheduler(Scheduler):
         if hint.policy is None:
             raise ValueError("optimus-tuned: hint.policy: expected the hint heuristic the rules follow, got none")
         self.hint, self.worker_options, self.max_jobs, self.placement = hint, list(worker_options), max_jobs, placement
+        if placement != "pack":
+            self.name = f"optimus-tuned+{placement}"
         self.reads_work = hint.remaining_from == "view"
         self.gap = GAP_SCALE * hint.gap
         self.bonus = hint.bonus or 0.0

@@ -57,6 +57,7 @@ from hrlsched.envs.pricing import Pricing, bound
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.migrate import MigratePlacement, migrate
 
 ALLOCATE, PLACE = 0, 1
 
@@ -411,7 +412,10 @@ class DecisionPoint:
             self._rescue_idle()
         self.decisions += 1
         recheck = None if self.recheck_s is None else self.view.time_s + self.recheck_s  # type: ignore[union-attr]
-        return Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode, recheck_s=recheck)
+        d = Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode, recheck_s=recheck)
+        if type(self.placement_policy) is MigratePlacement:  # its moves come after every job is placed
+            d = migrate(self.view, d, self.max_tasks)  # type: ignore[arg-type]
+        return d
 
     def why_invalid(self, a: int) -> str:
         """Why action ``a`` is not allowed now (the message of ``InvalidActionError``)."""

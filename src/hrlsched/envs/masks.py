@@ -30,6 +30,7 @@ from hrlsched.envs.candidates import KEEP, WAIT, CandidateTable
 from hrlsched.envs.pricing import CACHE_ENTRIES, Pricing
 from hrlsched.policies.placement.balance import BalancePlacement
 from hrlsched.policies.placement.frame import IncrementalPlacement
+from hrlsched.policies.placement.migrate import MigratePlacement
 from hrlsched.policies.placement.pack import PackPlacement
 from hrlsched.policies.placement.random import RandomPlacement
 from hrlsched.policies.tiresias import TiresiasPlacement
@@ -126,13 +127,13 @@ class PartialPlacement:
 # - FEWEST: its workers span the fewest servers that hold them (largest
 #   capacity first: pack's best fit or its largest-first spill, balance's
 #   most-free-first).
-FILL = (PackPlacement, BalancePlacement, RandomPlacement, TiresiasPlacement)
+FILL = (PackPlacement, MigratePlacement, BalancePlacement, RandomPlacement, TiresiasPlacement)
 
 
 def _fewest(policy: IncrementalPlacement) -> bool:
     if type(policy) is TiresiasPlacement:
         return type(policy._pack) is PackPlacement and type(policy._spread) is BalancePlacement
-    return type(policy) in (PackPlacement, BalancePlacement)
+    return type(policy) in (PackPlacement, MigratePlacement, BalancePlacement)
 
 
 class HeuristicFeasibility:

@@ -35,7 +35,7 @@ from typing import Any
 SCORER = ("cand.2.weight", "cand.2.bias")  # the last layer of the learned candidate scorer
 GAP, BONUS = "gap", "bonus"
 RULES_ONLY, HINT_ALONE = "rules-only", "hint-alone"
-PLACEMENTS = ("pack", "balance", "topology")  # the placement heuristics the rules are placed by (``placed_rules``)
+PLACEMENTS = ("pack", "balance", "topology", "migrate")  # the placement heuristics the rules are placed by (``placed_rules``)
 LEARNED_PLACEMENT = "rules+learned"
 
 

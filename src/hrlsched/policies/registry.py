@@ -60,6 +60,10 @@ def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
     if checkpoint is not None and name not in LEARNED:
         raise ValueError(f"checkpoint {checkpoint!r}: policy {spec!r} takes no checkpoint "
                          f"(only {sorted(LEARNED)} do)")
+    if name == "optimus-tuned" and place:  # the rules with another placement (``optimus-tuned+migrate``)
+        if place not in PLACEMENTS:
+            raise ValueError(f"policy {spec!r}: unknown placement {place!r}; expected one of {sorted(PLACEMENTS)}")
+        return _resolve(name)(placement=place)  # type: ignore[no-any-return]
     if name in SCHEDULERS and not place:
         if name in LEARNED:
             return SCHEDULERS[name].factory(checkpoint)  # type: ignore[call-arg,return-value]
@@ -110,6 +114,7 @@ def _learned(name: str) -> Callable[[str | None], Scheduler]:
 def _register_builtins() -> None:
     from hrlsched.policies.fifo import FIFO
     from hrlsched.policies.placement.balance import BalancePlacement
+    from hrlsched.policies.placement.migrate import MigratePlacement
     from hrlsched.policies.placement.pack import PackPlacement
     from hrlsched.policies.tiresias import Tiresias, TiresiasPlacement
 
@@ -164,6 +169,9 @@ def _register_builtins() -> None:
              "topology/interference-aware placement")
     register("placement", "optimus", OptimusPlacement, "fewest servers, workers and PSs spread evenly", "Peng et al., EuroSys'18")
     register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
+    register("placement", "migrate", MigratePlacement,
+             "pack, then jobs spanning more servers than they need moved onto fewer where room is (a restart)",
+             "Xiao et al. (Gandiva's migration for locality), OSDI'18")
     register("placement", "balance", BalancePlacement, "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
     register("placement", "tiresias", TiresiasPlacement, "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
     # --- literature schedulers (issue 18) ---
