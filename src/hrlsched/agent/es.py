@@ -90,6 +90,7 @@ class ESConfig:
     method: str = "es"  # "es": the gradient estimate and Adam; "cem": the cross-entropy method
     learn: tuple[str, ...] = ("residual",)  # the parts learned (PARTS), in theta's order
     cases: tuple[str, ...] = ()  # several training cases, SCENARIO[@key=value,...], instead of scenario+overrides
+    placement: str | None = None  # the placement of the agent's rules (None: the starting checkpoint's)
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -109,6 +110,10 @@ class ESConfig:
             raise ValueError("es cases: each case carries its overrides (SCENARIO@key=value,...); give no --set with them")
         for c in self.training_cases():
             _case(c)  # the form checked here; the scenario where the run starts
+        if self.placement is not None:
+            from hrlsched.envs.base import heuristics
+
+            heuristics(agent_allocates=True, placement=self.placement)  # an unknown or whole-job placement fails here
 
     def training_cases(self) -> tuple[str, ...]:
         """The cases the workloads come from, ``SCENARIO[@key=value,...]`` each."""
@@ -146,11 +151,12 @@ _WORKER: dict[str, Any] = {}
 
 
 def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
-             learn: tuple[str, ...] = ("residual",)) -> tuple[float, int]:
+             learn: tuple[str, ...] = ("residual",), placement: str | None = None) -> tuple[float, int]:
     """Average JCT (s) on one workload of ``case`` of the agent with
     ``theta`` as the weights of its learned parts ``learn`` (None: the
     rules, every learned part off), and the choices it made (its
-    environment steps); the agent and the workloads are kept per process."""
+    environment steps); its rules placed by ``placement`` (None: the
+    checkpoint's); the agent and the workloads are kept per process."""
     import torch
 
     from hrlsched.agent.placement_choice import PlacementChoice
@@ -160,17 +166,19 @@ def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
 
-    sched = _WORKER.get(("agent", init))
+    sched = _WORKER.get(("agent", init, placement))
     if sched is None:
-        sched = _WORKER[("agent", init)] = HRLScheduler(init)
+        sched = _WORKER[("agent", init, placement)] = HRLScheduler(init)
         with torch.no_grad():  # the free scorer silenced: the rules, plus the learned parts
             sched.net.cand[2].weight.zero_()
             sched.net.cand[2].bias.zero_()
-        _WORKER[("fixed", init)] = (sched.residual, sched.selector, sched.placement)
-    residual, selector, placement = _WORKER[("fixed", init)]
+        if placement is not None:
+            sched.env_kwargs = {**sched.env_kwargs, "placement": placement}
+        _WORKER[("fixed", init, placement)] = (sched.residual, sched.selector, sched.placement)
+    residual, selector, choice = _WORKER[("fixed", init, placement)]
     parts = split(learn, theta)
     if theta is None:  # the rules: no learned part at all
-        residual, selector, placement = None, None, None
+        residual, selector, choice = None, None, None
     if "residual" in parts:
         residual = parts["residual"]
     if "selector" in parts:
@@ -178,8 +186,8 @@ def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
         selector = None if w is None else Selector(w)
     if "placement" in parts:
         w = parts["placement"]
-        placement = None if w is None else PlacementChoice(w)
-    sched.residual, sched.selector, sched.placement = residual, selector, placement
+        choice = None if w is None else PlacementChoice(w)
+    sched.residual, sched.selector, sched.placement = residual, selector, choice
     sched._scorer = None  # made anew with these weights
     key = ("built", case, seed)
     built = _WORKER.get(key)
@@ -267,7 +275,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
         steps = [0]
 
         def run(jobs: list[tuple[str, int, np.ndarray | None]]) -> np.ndarray:
-            got = list(pool.map(_episode, *zip(*[(init, c, s, t, learn) for c, s, t in jobs])))
+            got = list(pool.map(_episode, *zip(*[(init, c, s, t, learn, cfg.placement) for c, s, t in jobs])))
             steps[0] += sum(n for _, n in got)
             return np.array([j for j, _ in got], dtype=float)
 
@@ -368,6 +376,8 @@ def _save_agent(base_ck: dict[str, Any], theta: np.ndarray, path: Path, cfg: ESC
     from hrlsched.agent.common import checkpoint as common
 
     ck = {k: v for k, v in base_ck.items() if k in ("net", "state_dict", "part", "schema", "env_kwargs")}
+    if cfg.placement is not None:  # the rules it was trained with
+        ck["env_kwargs"] = {**ck["env_kwargs"], "placement": cfg.placement}
     sd = dict(ck["state_dict"])
     sd[LAYER] = torch.zeros_like(sd[LAYER])
     sd["cand.2.bias"] = torch.zeros_like(sd["cand.2.bias"])

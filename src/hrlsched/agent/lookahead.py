@@ -28,7 +28,10 @@ The alternatives (``LookaheadConfig``):
 - ``both``: all of them.
 
 ``every``: only about one decision point in k is evaluated (by a hash of
-its round; the others follow the rules), which divides its time. ``depth``
+its round; the others follow the rules), which divides its time. ``place``: the placement
+of the rules it starts from and rolls out with (``pack``: ``optimus-tuned``;
+``migrate``: ``optimus-tuned+migrate``, the rules of an agent placed so).
+``depth``
 2 is the iterated lookahead: it follows the depth-1 lookahead and improves
 on it with rollouts that run the depth-1 lookahead (policy iteration's
 second step; its time is about the square of depth 1's).
@@ -68,6 +71,7 @@ class LookaheadConfig:
     policies: tuple[str, ...] = ("srtf+pack", "drf+pack", "optimus+pack")  # level 1: whole decisions tried
     placements: tuple[str, ...] = ("balance", "topology")  # level 2: placements tried for the rules' allocation
     depth: int = 1  # 2: rollouts run a depth-1 lookahead (iterated)
+    place: str = "pack"  # the placement of the rules it improves on and rolls out with (an agent's rules: its own)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -86,6 +90,8 @@ class LookaheadConfig:
 
         for p in self.policies:
             make_scheduler(p)  # a bad name fails here, naming it
+        if self.place not in PLACEMENTS:
+            raise ValueError(f"lookahead place: unknown {self.place!r}; expected one of {sorted(PLACEMENTS)}")
         bad = [p for p in self.placements if p not in PLACEMENTS]
         if bad:
             raise ValueError(f"lookahead placements: unknown {bad}; expected some of {sorted(PLACEMENTS)}")
@@ -124,7 +130,7 @@ def _fmt(v: object) -> str:
 
 def _value(key: str, val: str) -> Any:
     try:
-        if key in ("level",):
+        if key in ("level", "place"):
             return val
         if key in ("every", "targets", "depth"):
             return int(val)
@@ -173,7 +179,7 @@ class LookaheadScheduler(Scheduler):
         self.config = cfg
         if cfg.text():
             self.name = f"lookahead/{cfg.text()}"
-        self.rules = RulesScheduler()
+        self.rules = RulesScheduler(placement=cfg.place)
         self.reads_work = self.rules.reads_work
         self._alt_rules: dict[str, RulesScheduler] = {}
         self._others: dict[str, Scheduler] = {}
@@ -200,7 +206,7 @@ class LookaheadScheduler(Scheduler):
             self._roller = LookaheadScheduler(dataclasses.replace(cfg, depth=1))
             self._roller.reset(topology, rng)
         else:
-            self._roller = RulesScheduler()
+            self._roller = RulesScheduler(placement=cfg.place)
             self._roller.reset(topology, np.random.default_rng(0))
         self.stats = LookaheadStats()
 

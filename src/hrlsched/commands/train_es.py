@@ -30,6 +30,8 @@ def register(app: typer.Typer) -> None:
                                            "placement (one of a few candidate placements per job placed)")] = "residual",
         case: Annotated[Optional[list[str]], typer.Option("--case", help="train on several cases in turn, "  # noqa: UP045
                                                           "SCENARIO[@key=value,...] (repeatable; instead of --scenario/--set)")] = None,
+        placement: Annotated[Optional[str], typer.Option(help="the placement of the agent's rules, e.g. migrate "  # noqa: UP045
+                                                         "(default: the starting checkpoint's)")] = None,
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
@@ -45,7 +47,7 @@ def register(app: typer.Typer) -> None:
                            iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
                            eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers,
                            method=method, learn=tuple(x.strip() for x in learn.split(",") if x.strip()),
-                           cases=tuple(case or []))
+                           cases=tuple(case or []), placement=placement)
 
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
