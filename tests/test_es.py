@@ -66,6 +66,33 @@ def test_bad_settings_are_refused() -> None:
         cfg(overrides=(), cases=("comm@noequals",))
 
 
+def test_placement_trains_over_the_rules_placed_so_and_saves_it(tmp_path: Path) -> None:
+    """``--placement migrate``: the rules the samples are scored against are
+    ``optimus-tuned+migrate``, to the bit, and the saved agent places so."""
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.policies.registry import make_scheduler
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulator
+
+    with pytest.raises(ValueError, match="nosuch"):
+        cfg(placement="nosuch")
+    b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
+    res = Simulator(b.topology, b.jobs, b.perf, make_scheduler("optimus-tuned+migrate"), b.engine, seed=101,
+                    predictor=b.predictor).run()
+    rules = float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
+    assert _episode(None, "default@" + ",".join(SETS), 101, None, ("selector",), "migrate")[0] == rules
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.es import _save_agent
+    from hrlsched.agent.policy import SHIPPED
+
+    c = cfg(learn=("selector",), placement="migrate")
+    _save_agent(ckpt.load(shipped_checkpoint(SHIPPED)), np.zeros(PARTS["selector"]), tmp_path / "a.pt", c, 1, 0.5)
+    assert ckpt.load(tmp_path / "a.pt")["env_kwargs"]["placement"] == "migrate"
+    assert HRLScheduler(tmp_path / "a.pt").env_kwargs["placement"] == "migrate"
+
+
 def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() -> None:
     from hrlsched.agent.residual import RESIDUAL_FEATURES, residual_features
     from hrlsched.envs import features as F

@@ -91,6 +91,14 @@ def test_settings_text_round_trips_and_bad_values_name_the_field() -> None:
         make_scheduler("fifo/x=1")
 
 
+def test_place_sets_the_rules_it_starts_from_and_rolls_out_with() -> None:
+    rules, _ = run("optimus-tuned+migrate")
+    got, la = run("lookahead/targets=0/policies=/placements=/place=migrate")
+    assert got == rules and la.rules.name == "optimus-tuned+migrate"
+    with pytest.raises(ValueError, match="place"):
+        make_scheduler("lookahead/place=nosuch")
+
+
 def test_it_refuses_to_decide_outside_a_simulator() -> None:
     la = make_scheduler("lookahead")
     cfg = resolve_run_config("default", "lookahead", 0, SETS)

@@ -218,6 +218,21 @@ def test_readme_tables_from_small_evaluations(tmp_path: Path) -> None:
                  "**1.111** (srtf, oracle) | 0.941 |\n"]
 
 
+def test_readme_tables_name_the_agents_rules_from_its_evaluation(tmp_path: Path) -> None:
+    """An agent whose rules place by migrate: its rules are that heuristic,
+    and plain optimus-tuned is one of the others."""
+    for case in ("a", "b"):
+        _evaluation(tmp_path, case, "default", [0, 1])
+        meta = tmp_path / "runs" / f"evaluate-{case}" / "evaluation.json"
+        meta.write_text(json.dumps({**json.loads(meta.read_text()), "rules_heuristic": "optimus-tuned+migrate"}))
+    (t,) = evaluation_tables(tmp_path / "runs", tmp_path / "README.md", [[Case("a", "x")]])
+    assert "its rules (`optimus-tuned+migrate`)" in t and "(optimus-tuned, oracle)" in t
+    meta = tmp_path / "runs" / "evaluate-b" / "evaluation.json"
+    meta.write_text(json.dumps({**json.loads(meta.read_text()), "rules_heuristic": "optimus-tuned"}))
+    with pytest.raises(ResultsError, match="agents with other rules"):
+        evaluation_tables(tmp_path / "runs", tmp_path / "README.md", [[Case("a", "x"), Case("b", "y")]])
+
+
 def test_readme_tables_name_what_is_missing(tmp_path: Path) -> None:
     _evaluation(tmp_path, "a", "default", [0, 1])
     (tmp_path / "docs" / "evaluation" / "b.md").write_text(

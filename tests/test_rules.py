@@ -15,14 +15,17 @@ SETS = ["workload.jobs=40", "workload.duration_h=2"]
 
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_rules_alone_decide_as_the_agents_rules_only_ablation(tmp_path: Path, seed: int) -> None:
-    """The shipped checkpoint with its learned scorer silenced and
-    ``optimus-tuned`` (no network) give the same run, to the bit."""
+    """The shipped checkpoint with its learned parts silenced and its rules
+    as a heuristic (``optimus-tuned``, with the checkpoint's placement:
+    ``rules_heuristic``; no network) give the same run, to the bit."""
     pytest.importorskip("torch")
     from hrlsched.experiments import ablation, learned
 
     path = ablation.ablated_checkpoints(learned.shipped_checkpoint(), tmp_path)[ablation.RULES_ONLY]
+    rules = ablation.rules_heuristic(learned.load(learned.shipped_checkpoint()))
+    assert rules.startswith("optimus-tuned")
     a = simulate(resolve_run_config("default", "hrl", seed, [*SETS, f"checkpoint={path}"]))
-    b = simulate(resolve_run_config("default", "optimus-tuned", seed, SETS))
+    b = simulate(resolve_run_config("default", rules, seed, SETS))
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
     np.testing.assert_array_equal(a.restarts, b.restarts)
     assert learned.hint_of(learned.load(learned.shipped_checkpoint())) == SHIPPED  # the same rules

@@ -43,6 +43,14 @@ class AblationError(ValueError):
     """A checkpoint that these ablations cannot be built from, with the reason."""
 
 
+def rules_heuristic(ck: dict[str, Any]) -> str:
+    """The heuristic a checkpoint's rules-only ablation decides as, to the
+    bit: ``optimus-tuned``, with its placement named where it is not pack's
+    (``optimus-tuned+migrate``)."""
+    place = ck.get("env_kwargs", {}).get("placement", "pack")
+    return "optimus-tuned" if place == "pack" else f"optimus-tuned+{place}"
+
+
 def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]:
     """``ck`` (a loaded agent checkpoint) with its learned candidate scorer silenced."""
     import torch

@@ -45,6 +45,7 @@ from hrlsched.experiments.ablation import (
     PLACEMENTS,
     RULES_ONLY,
     describe_hint,
+    rules_heuristic,
 )
 from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
@@ -236,7 +237,8 @@ def evaluate(
         departures = _departures(out, scenario, overrides, agent_cfgs[0], cks[AGENT], dump_run_config)
     ev = {
         "scenario": scenario, "overrides": overrides, "seeds": seeds, "checkpoint": str(source),
-        "best_heuristic": best, "hint": describe_hint(learned.load(source)) if ablate else None, "rows": rows,
+        "best_heuristic": best, "hint": describe_hint(learned.load(source)) if ablate else None,
+        "rules_heuristic": rules_heuristic(learned.load(source)) if ablate else None, "rows": rows,
         "rivals": [_paired(r, b, jct[r], jct[b]) for r, bs in baselines.items() for b in bs],
         "departures": departures,
     }

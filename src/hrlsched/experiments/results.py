@@ -276,7 +276,8 @@ def write_results_page(page: str | Path, folder: str | Path, command: str) -> Pa
 
 # ------------------------------------------------------------------ the README's tables, from hrlsched evaluate
 
-# The heuristic the agent's rules decide as (its rules-only ablation is the same to the bit): "its rules".
+# The heuristic the agent's rules decide as (its rules-only ablation is the same to the bit): "its rules";
+# an evaluation names it (``rules_heuristic``; this where an older one does not).
 RULES_HEURISTIC = "optimus-tuned"
 
 
@@ -304,7 +305,7 @@ EVALUATION_TABLES: tuple[tuple[Case, ...], ...] = (
      Case("itp-c07", "2 days of ITP cluster07, 320 GPUs"),
      Case("large", "`default` at 256 GPUs, 800 jobs")),
 )
-EVALUATION_HEADER = ("| scenario | seeds | agent (`hrl`) | its rules (`optimus-tuned`) | its hint alone | "
+EVALUATION_HEADER = ("| scenario | seeds | agent (`hrl`) | its rules (`{rules}`) | its hint alone | "
                      "best other heuristic | lower bound |\n|---|---|---|---|---|---|---|\n")
 
 
@@ -334,8 +335,9 @@ def read_evaluation(folder: str | Path) -> tuple[dict[str, Any], dict[str, dict[
         if name not in rows:
             raise ResultsError(f"{folder / 'evaluation.csv'}: no row {name!r}; expected the agent, its ablations "
                                "(rules-only, hint-alone) and the lower bound (`hrlsched evaluate` without --no-ablate)")
-    if not any(r["kind"] == "heuristic" and n != RULES_HEURISTIC for n, r in rows.items()):
-        raise ResultsError(f"{folder / 'evaluation.csv'}: no heuristic but {RULES_HEURISTIC}; expected others")
+    rules = meta.get("rules_heuristic") or RULES_HEURISTIC
+    if not any(r["kind"] == "heuristic" and n != rules for n, r in rows.items()):
+        raise ResultsError(f"{folder / 'evaluation.csv'}: no heuristic but {rules}; expected others")
     return meta, rows
 
 
@@ -390,7 +392,8 @@ def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> str
                            f"({page.name} was made by: {made})")
     meta, rows = read_evaluation(folder)
     _check_page(page, folder, meta)
-    others = [(n, r) for n, r in rows.items() if r["kind"] == "heuristic" and n != RULES_HEURISTIC]
+    rules = meta.get("rules_heuristic") or RULES_HEURISTIC
+    others = [(n, r) for n, r in rows.items() if r["kind"] == "heuristic" and n != rules]
     best_name, best = min(others, key=lambda nr: float(nr[1]["avg_jct_s"]))
     values = [_hours(rows[n], folder) for n in (AGENT, RULES_ONLY, HINT_ALONE)] + [_hours(best, folder)]
     cells = _bold_best([f"{v:.3f}" for v in values], values)
@@ -411,8 +414,16 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
         raise ResultsError(f"{evaluations}: no such folder; expected the folder holding the evaluate-<case> "
                            "folders of `hrlsched evaluate`")
     pages = Path(readme).parent / "docs" / "evaluation"
-    return [EVALUATION_HEADER + "".join(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md")
-                                        for c in cases) for cases in tables]
+    out = []
+    for cases in tables:
+        body = "".join(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md") for c in cases)
+        names = {read_evaluation(evaluations / f"evaluate-{c.page}")[0].get("rules_heuristic") or RULES_HEURISTIC
+                 for c in cases}
+        if len(names) > 1:
+            raise ResultsError(f"{evaluations}: the evaluations of one table are of agents with other rules "
+                               f"({', '.join(sorted(names))}); expected one agent's")
+        out.append(EVALUATION_HEADER.format(rules=names.pop()) + body)
+    return out
 
 
 def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> Path:
