@@ -74,6 +74,24 @@ def test_ablations_are_built_from_the_checkpoint(tmp_path: Path) -> None:
     assert all(p.is_file() and ablation.source_tag(learned.shipped_checkpoint()) in p.name for p in paths.values())
 
 
+def test_an_agent_placed_by_migrate_has_those_rules_and_its_lookahead_must_start_from_them(tmp_path: Path) -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.experiments import learned
+    from hrlsched.experiments.evaluate import evaluate
+
+    ck = learned.load(learned.shipped_checkpoint())
+    ck = {**ck, "env_kwargs": {**ck["env_kwargs"], "placement": "migrate"}}
+    assert ablation.rules_heuristic(ck) == "optimus-tuned+migrate"
+    assert ablation.rules_heuristic(learned.load(learned.shipped_checkpoint())).startswith("optimus-tuned")
+    path = tmp_path / "migrate.pt"
+    from hrlsched.agent.common import checkpoint as common
+
+    common.save(path, ck)
+    assert ckpt.load(path)["env_kwargs"]["placement"] == "migrate"
+    with pytest.raises(ValueError, match="add place=migrate"):
+        evaluate("default", [0], tmp_path / "ev", checkpoint=path, lookahead="every=24", heuristics=["fifo"])
+
+
 def test_hint_alone_is_the_hint_heuristic(tmp_path: Path) -> None:
     """The hint-alone checkpoint runs as ``optimus`` with the checkpoint's
     hint options placed by ``pack`` (benchmarks/hrl_quality.py's hint alone),

@@ -180,7 +180,12 @@ def evaluate(
     if lookahead is not None:
         from hrlsched.agent.lookahead import LookaheadConfig
 
-        text = LookaheadConfig.parse(lookahead).text()
+        la_cfg = LookaheadConfig.parse(lookahead)
+        place = learned.load(source).get("env_kwargs", {}).get("placement", "pack")
+        if ablate and la_cfg.place != place:  # else its room would be over other rules than the agent's
+            raise ValueError(f"--lookahead {lookahead!r}: it improves on the rules placed by {la_cfg.place}, but "
+                             f"this agent's rules place by {place}; add place={place}")
+        text = la_cfg.text()
         la_label = f"lookahead/{text}" if text else "lookahead"
         labels.append(la_label)
     if rivals:
