@@ -15,7 +15,7 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	rm -rf runs/demo
-	$(VENV)/bin/hrlsched compare --scenario default --seeds 1 --workers 2 --policies hrl,optimus-tuned,optimus+pack,fifo --out runs/demo
+	$(VENV)/bin/hrlsched compare --scenario default --seeds 1 --workers 2 --policies hrl,optimus-tuned+migrate,optimus-tuned,optimus+pack,fifo --out runs/demo
 	@echo "runs: runs/demo/runs/<policy>/seed0 (config.yaml, jobs.csv, rounds.csv, summary.json)"
 
 test: $(STAMP)
