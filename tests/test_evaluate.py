@@ -90,6 +90,8 @@ def test_an_agent_placed_by_migrate_has_those_rules_and_its_lookahead_must_start
     assert ckpt.load(path)["env_kwargs"]["placement"] == "migrate"
     with pytest.raises(ValueError, match="add place=migrate"):
         evaluate("default", [0], tmp_path / "ev", checkpoint=path, lookahead="every=24", heuristics=["fifo"])
+    made, _ = ablation.placed_rules(path, tmp_path / "placed")  # its rules-only row is placed by migrate
+    assert set(made) == {f"rules+{p}" for p in ablation.PLACEMENTS if p != "migrate"}
 
 
 def test_hint_alone_is_the_hint_heuristic(tmp_path: Path) -> None:

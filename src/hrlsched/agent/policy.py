@@ -5,7 +5,8 @@ active jobs are decided one by one on a ``DecisionPoint`` exactly as in the
 environments: the network scores the allocation candidates of each job
 (level 1) and, for a checkpoint trained with both levels, points at a GPU
 for each worker and a socket for each PS (level 2); a level-1 checkpoint
-leaves placement to the heuristic it was trained with (``pack``). Actions
+leaves placement to the heuristic it was trained with (its ``placement``
+setting: ``pack``, or ``migrate`` for the shipped one). Actions
 are greedy (the most probable valid action).
 
 Without a path, ``hrl`` loads the checkpoint shipped in the package

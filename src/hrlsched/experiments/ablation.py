@@ -119,8 +119,8 @@ def ablated_checkpoints(checkpoint: Path, folder: Path) -> dict[str, Path]:
 
 def placed_rules(checkpoint: Path, folder: Path) -> tuple[dict[str, Path], bool]:
     """Write (once) into ``folder`` the checkpoint's rules (``rules_only``)
-    placed by each heuristic of ``PLACEMENTS`` but ``pack`` (the rules-only
-    ablation itself is the rules placed by pack) and, where the checkpoint
+    placed by each heuristic of ``PLACEMENTS`` but its own (the rules-only
+    ablation itself is the rules placed so: ``pack``, or ``migrate``) and, where the checkpoint
     has a learned placement choice (``agent.placement_choice``), by that
     choice (``rules+learned``): the same allocation policy, placed each way
     (level 2 compared alone). Returns their paths by label, and whether the
@@ -130,8 +130,9 @@ def placed_rules(checkpoint: Path, folder: Path) -> tuple[dict[str, Path], bool]
 
     ck = learned.load(checkpoint)
     rules = rules_only(ck, str(checkpoint))
+    own = rules["env_kwargs"].get("placement", "pack")  # the rules-only ablation itself
     made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}}
-            for p in PLACEMENTS if p != "pack"}
+            for p in PLACEMENTS if p != own}
     is_learned = False
     if ck.get("placement") is not None:
         mine = {**rules, "placement": ck["placement"]}

@@ -60,7 +60,6 @@ LEARNED = {AGENT, *RIVALS}
 #: the runs without interference or contention that price it for the best placement heuristic (``--placements``)
 NO_INTERFERENCE = ("perf.options.interference_scale=0", "perf.options.contention=0")
 NO_INTERFERENCE_TAG = "@no-interference"
-PLACED_BY = {"pack": RULES_ONLY}  # the row of the rules placed by a heuristic, where it is not rules+NAME
 
 
 def _checked_policies(heuristics: list[str]) -> dict[str, str]:
@@ -203,7 +202,8 @@ def evaluate(
     results = run_all(runs, out, workers, progress)
     best_placed = None
     if placed:  # the best placement heuristic under the rules, then its runs without interference
-        heur = [PLACED_BY.get(p, f"rules+{p}") for p in PLACEMENTS]
+        own = learned.load(source)["env_kwargs"].get("placement", "pack")  # its rules-only row is placed so
+        heur = [RULES_ONLY if p == own else f"rules+{p}" for p in PLACEMENTS]
         means = {lb: float(np.mean([results[(lb, s)]["avg_jct_s"] for s in seeds])) for lb in heur}
         best_placed = min(heur, key=lambda lb: means[lb])
         quiet = best_placed + NO_INTERFERENCE_TAG
