@@ -16,7 +16,7 @@ def test_show_prints_the_shipped_agents_hint_provenance_and_schema() -> None:
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert info["hint"]["text"] == SHIPPED.text()  # the shipped agent's hint is HintConfig's SHIPPED
-    assert info["provenance"]["part"] == "allocate" and info["env_kwargs"]["placement"] == "pack"
+    assert info["provenance"]["part"] == "allocate" and info["env_kwargs"]["placement"] == "migrate"  # step 12
     assert info["parameters"] > 1000 and "jobs" in info["schema"]
     r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-default.pt")])
     assert r.exit_code == 0 and "remaining_weight" in r.output and "feature schema" in r.output
