@@ -29,6 +29,7 @@ import dataclasses
 
 import numpy as np
 
+from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, effective_job
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
@@ -37,14 +38,14 @@ from hrlsched.policies.placement.occupancy import Occupancy
 from hrlsched.policies.placement.pack import PackPlacement
 
 
-def _spans(topo: object, placements: list[Placement]) -> np.ndarray:
+def _spans(topo: Topology, placements: list[Placement]) -> np.ndarray:
     """Servers each placement spans (vectorised over all their GPUs)."""
     lens = np.fromiter((len(p.gpus) for p in placements), dtype=np.int64, count=len(placements))
     if not lens.sum():
         return np.zeros(len(placements), dtype=np.int64)
     g = np.fromiter((x for p in placements for x in p.gpus), dtype=np.int64, count=int(lens.sum()))
     owner = np.repeat(np.arange(len(placements)), lens)
-    pairs = np.unique(owner * int(topo.n_servers) + topo.gpu_server[g])  # type: ignore[attr-defined]
+    pairs = np.unique(owner * int(topo.n_servers) + topo.gpu_server[g])
     return np.bincount(pairs // int(topo.n_servers), minlength=len(placements))
 
 
