@@ -87,6 +87,12 @@ def agent_point(topology: Topology, hint: HintConfig | None, *, allocates: bool 
                          **({"ps_options": ps_options} if ps_options is not None else {}), hint_config=hint)
 
 
+def rules_name(placement: str = "pack") -> str:
+    """``optimus-tuned``, with its placement named where it is not pack's
+    (``optimus-tuned+migrate``): the registry's name of the rules so placed."""
+    return "optimus-tuned" if placement == "pack" else f"optimus-tuned+{placement}"
+
+
 class RulesScheduler(Scheduler):
     """``optimus-tuned``: see the module's docstring. ``hint``: the hint and
     rule weights (default the shipped agent's); ``worker_options``: the
@@ -101,8 +107,7 @@ class RulesScheduler(Scheduler):
         if hint.policy is None:
             raise ValueError("optimus-tuned: hint.policy: expected the hint heuristic the rules follow, got none")
         self.hint, self.worker_options, self.max_jobs, self.placement = hint, list(worker_options), max_jobs, placement
-        if placement != "pack":
-            self.name = f"optimus-tuned+{placement}"
+        self.name = rules_name(placement)
         self.reads_work = hint.remaining_from == "view"
         self.gap = GAP_SCALE * hint.gap
         self.bonus = hint.bonus or 0.0

@@ -57,7 +57,6 @@ from hrlsched.envs.pricing import Pricing, bound
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
-from hrlsched.policies.placement.migrate import MigratePlacement, migrate
 
 ALLOCATE, PLACE = 0, 1
 
@@ -413,9 +412,7 @@ class DecisionPoint:
         self.decisions += 1
         recheck = None if self.recheck_s is None else self.view.time_s + self.recheck_s  # type: ignore[union-attr]
         d = Decision(placements=dict(self.placements), arch=self.arch, mode=self.mode, recheck_s=recheck)
-        if type(self.placement_policy) is MigratePlacement:  # its moves come after every job is placed
-            d = migrate(self.view, d, self.max_tasks)  # type: ignore[arg-type]
-        return d
+        return self.placement_policy.finish(self.view, d)  # type: ignore[arg-type]  # migrate's moves come here
 
     def why_invalid(self, a: int) -> str:
         """Why action ``a`` is not allowed now (the message of ``InvalidActionError``)."""

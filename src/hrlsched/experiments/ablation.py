@@ -43,12 +43,17 @@ class AblationError(ValueError):
     """A checkpoint that these ablations cannot be built from, with the reason."""
 
 
+def rules_placement(ck: dict[str, Any]) -> str:
+    """The placement a checkpoint's rules place by (``pack`` unless it names another)."""
+    return str(ck.get("env_kwargs", {}).get("placement", "pack"))
+
+
 def rules_heuristic(ck: dict[str, Any]) -> str:
     """The heuristic a checkpoint's rules-only ablation decides as, to the
-    bit: ``optimus-tuned``, with its placement named where it is not pack's
-    (``optimus-tuned+migrate``)."""
-    place = ck.get("env_kwargs", {}).get("placement", "pack")
-    return "optimus-tuned" if place == "pack" else f"optimus-tuned+{place}"
+    bit (``optimus-tuned``, or ``optimus-tuned+migrate``)."""
+    from hrlsched.agent.rules import rules_name
+
+    return rules_name(rules_placement(ck))
 
 
 def rules_only(ck: dict[str, Any], source: str = "checkpoint") -> dict[str, Any]:
@@ -130,7 +135,7 @@ def placed_rules(checkpoint: Path, folder: Path) -> tuple[dict[str, Path], bool]
 
     ck = learned.load(checkpoint)
     rules = rules_only(ck, str(checkpoint))
-    own = rules["env_kwargs"].get("placement", "pack")  # the rules-only ablation itself
+    own = rules_placement(rules)  # the rules-only ablation itself
     made = {f"rules+{p}": {**rules, "env_kwargs": {**rules["env_kwargs"], "placement": p}}
             for p in PLACEMENTS if p != own}
     is_learned = False

@@ -46,6 +46,7 @@ from hrlsched.experiments.ablation import (
     RULES_ONLY,
     describe_hint,
     rules_heuristic,
+    rules_placement,
 )
 from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
@@ -146,7 +147,7 @@ def evaluate(
     check_writable(out)
     source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
     try:
-        learned.load(source)
+        agent_ck = learned.load(source)
     except learned.CheckpointError as e:
         raise ValueError(str(e)) from None
     folder = out / "checkpoints"
@@ -180,7 +181,7 @@ def evaluate(
         from hrlsched.agent.lookahead import LookaheadConfig
 
         la_cfg = LookaheadConfig.parse(lookahead)
-        place = learned.load(source).get("env_kwargs", {}).get("placement", "pack")
+        place = rules_placement(agent_ck)
         if ablate and la_cfg.place != place:  # else its room would be over other rules than the agent's
             raise ValueError(f"--lookahead {lookahead!r}: it improves on the rules placed by {la_cfg.place}, but "
                              f"this agent's rules place by {place}; add place={place}")
@@ -202,7 +203,7 @@ def evaluate(
     results = run_all(runs, out, workers, progress)
     best_placed = None
     if placed:  # the best placement heuristic under the rules, then its runs without interference
-        own = learned.load(source)["env_kwargs"].get("placement", "pack")  # its rules-only row is placed so
+        own = rules_placement(agent_ck)  # its rules-only row is placed so
         heur = [RULES_ONLY if p == own else f"rules+{p}" for p in PLACEMENTS]
         means = {lb: float(np.mean([results[(lb, s)]["avg_jct_s"] for s in seeds])) for lb in heur}
         best_placed = min(heur, key=lambda lb: means[lb])
@@ -242,8 +243,8 @@ def evaluate(
         departures = _departures(out, scenario, overrides, agent_cfgs[0], cks[AGENT], dump_run_config)
     ev = {
         "scenario": scenario, "overrides": overrides, "seeds": seeds, "checkpoint": str(source),
-        "best_heuristic": best, "hint": describe_hint(learned.load(source)) if ablate else None,
-        "rules_heuristic": rules_heuristic(learned.load(source)) if ablate else None, "rows": rows,
+        "best_heuristic": best, "hint": describe_hint(agent_ck) if ablate else None,
+        "rules_heuristic": rules_heuristic(agent_ck) if ablate else None, "rows": rows,
         "rivals": [_paired(r, b, jct[r], jct[b]) for r, bs in baselines.items() for b in bs],
         "departures": departures,
     }

@@ -7,7 +7,7 @@ from abc import abstractmethod
 
 import numpy as np
 
-from hrlsched.contract import ClusterView
+from hrlsched.contract import ClusterView, Decision
 from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, PlacementPolicy
@@ -39,6 +39,12 @@ class IncrementalPlacement(PlacementPolicy):
                 out[job.job_id] = pl
                 occ.commit(job, pl)
         return out
+
+    def finish(self, view: ClusterView, decision: Decision) -> Decision:
+        """The decision once every job of it is placed (a ``DecisionPoint``
+        places job by job, then calls this): unchanged here; ``migrate``
+        moves its scattered jobs."""
+        return decision
 
     @abstractmethod
     def place_job(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> Placement | None:
