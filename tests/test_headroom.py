@@ -82,3 +82,16 @@ def test_the_headroom_page_quotes_the_table_its_command_made() -> None:
             assert fig in lines[case], f"{case}: {fig} is not in docs/headroom/cases.md"
             quoted += 1
     assert quoted >= 10
+
+
+def test_the_rules_are_those_the_lookahead_improves_on(tmp_path: Path) -> None:
+    """With ``place=migrate`` the lookahead rolls out with ``optimus-tuned+migrate``,
+    so the headroom's rules (its reference and a heuristic of the table) are those."""
+    case = "default@workload.jobs=10,workload.duration_h=0.5#every=3"
+    (r,) = headroom([case], [0], tmp_path, "place=migrate/policies=srtf+pack", ["fifo"], workers=1, levels=("1",))
+    assert r["rules"] == "optimus-tuned+migrate"
+    saved = json.loads((tmp_path / "headroom.json").read_text())
+    assert saved["rules"] == "optimus-tuned+migrate" and "optimus-tuned+migrate" in saved["heuristics"]
+    assert "optimus-tuned" not in saved["heuristics"]
+    assert r["levels"]["level 1"]["gain_vs_rules_pct"] >= -1e-9
+    assert "the rules: `optimus-tuned+migrate`" in markdown([r], "place=migrate")

@@ -1,4 +1,5 @@
-"""The headroom of a scenario: how far the rules (``optimus-tuned``) and the
+"""The headroom of a scenario: how far the rules (``optimus-tuned``, or
+``optimus-tuned+P`` where the lookahead's ``place`` setting is P) and the
 best heuristic are from ``lookahead`` (``agent.lookahead``), an oracle that
 tries alternative decisions forward on copies of the simulation, by level:
 level 1 alone (other menu slots, other policies' decisions), level 2 alone
@@ -27,7 +28,6 @@ from typing import Any
 
 import numpy as np
 
-RULES = "optimus-tuned"
 MIN_POINTS = 10  # an alternative's line in the point-by-point table needs this many points
 LEVEL_ROWS = {"1": ("level 1", "allocation"), "2": ("level 2", "placement"), "both": ("both", "both")}
 
@@ -129,6 +129,7 @@ def headroom(
     """Run (or reuse) every case's heuristics and lookaheads on ``seeds``;
     write ``headroom.json`` in ``out`` and return one row per case."""
     from hrlsched.agent.lookahead import LookaheadConfig
+    from hrlsched.agent.rules import rules_name
     from hrlsched.config import resolve_run_config
     from hrlsched.experiments.compare import check_unique
     from hrlsched.experiments.evaluate import HEURISTICS
@@ -141,13 +142,13 @@ def headroom(
     check_unique([c.text for c in parsed], "--case")
     if not seeds:
         raise ValueError("--seeds: expected at least one seed")
-    LookaheadConfig.parse(lookahead)  # a bad setting fails before any run
+    rules = rules_name(LookaheadConfig.parse(lookahead).place)  # a bad setting fails before any run
     bad = [lv for lv in levels if lv not in LEVEL_ROWS]
     if bad or not levels:
         raise ValueError(f"--levels: expected some of {', '.join(LEVEL_ROWS)}, got {', '.join(levels) or 'none'}")
     heur = list(HEURISTICS if heuristics is None else heuristics)
-    if RULES not in heur:
-        heur.insert(0, RULES)
+    if rules not in heur:
+        heur.insert(0, rules)
     check_unique(heur)
     for h in heur:
         make_scheduler(h)
@@ -175,8 +176,8 @@ def headroom(
             results[futs[f]] = f.result()
             if progress:
                 progress(len(results), len(jobs))
-    rows = [_case_row(c, seeds, heur, las[c.text], results) for c in parsed]
-    write_json(out / "headroom.json", {"cases": cases, "seeds": seeds, "lookahead": lookahead,
+    rows = [_case_row(c, seeds, rules, heur, las[c.text], results) for c in parsed]
+    write_json(out / "headroom.json", {"cases": cases, "seeds": seeds, "lookahead": lookahead, "rules": rules,
                                        "heuristics": heur, "rows": rows})
     _write_points(out / "points.csv", [(c.text, name, p, s, results[(c.text, p, s)]) for c in parsed
                                        for name, p in las[c.text].items() for s in seeds])
@@ -215,16 +216,16 @@ def _gain(ref: np.ndarray, v: np.ndarray) -> tuple[float, float]:
     return interval(list(100.0 * (ref - v) / ref))
 
 
-def _case_row(c: Case, seeds: list[int], heur: list[str], las: dict[str, str],
+def _case_row(c: Case, seeds: list[int], rules_policy: str, heur: list[str], las: dict[str, str],
               results: dict[tuple[str, str, int], dict[str, Any]]) -> dict[str, Any]:
     def jct(p: str) -> np.ndarray:
         return np.array([results[(c.text, p, s)]["avg_jct_s"] for s in seeds], dtype=float)
 
     best = min(heur, key=lambda p: jct(p).mean())
-    rules, top = jct(RULES), jct(best)
-    row: dict[str, Any] = {"case": c.text, "seeds": seeds, "rules_avg_jct_s": float(rules.mean()),
+    rules, top = jct(rules_policy), jct(best)
+    row: dict[str, Any] = {"case": c.text, "seeds": seeds, "rules": rules_policy, "rules_avg_jct_s": float(rules.mean()),
                            "best_heuristic": best, "best_avg_jct_s": float(top.mean()),
-                           "rules_wall_s": float(np.mean([results[(c.text, RULES, s)]["wall_s"] for s in seeds])),
+                           "rules_wall_s": float(np.mean([results[(c.text, rules_policy, s)]["wall_s"] for s in seeds])),
                            "levels": {}}
     for name, p in las.items():
         v = jct(p)
@@ -282,7 +283,9 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
 
     seeds = rows[0]["seeds"] if rows else []
     names = list(rows[0]["levels"]) if rows else []
-    md = [f"Seeds {seeds_text(seeds)}; lookahead settings: `{lookahead or '(defaults)'}`, and a case's own after `#`. "
+    rules = rows[0].get("rules", "optimus-tuned") if rows else "optimus-tuned"
+    md = [f"Seeds {seeds_text(seeds)}; lookahead settings: `{lookahead or '(defaults)'}`, and a case's own after `#`; "
+          f"the rules: `{rules}`. "
           "Gains are paired by seed, (reference − lookahead) / reference, mean ± 95% interval; positive: the "
           "lookahead is faster. Time: seconds per episode on this machine, the whole run.", "",
           "| case | rules (h) | best heuristic (h) | " + " | ".join(f"{n} vs rules" for n in names) + " | "
