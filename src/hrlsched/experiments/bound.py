@@ -18,7 +18,11 @@ the job's model runs faster on a later type, its GPUs are taken fastest type
 first, ``Topology.type_speed``). A backend's ``speed_ceiling`` (a cheap
 upper bound on the speed at a worker count) prunes worker counts that
 cannot beat the best found; the rest are solved in one vectorised
-``isolated_speeds`` call per (model, batch, arch, mode).
+``isolated_speeds`` call per (model, batch, arch, mode). Where that search
+passes ``SEARCH_BUDGET`` (GPUs of the placements solved), the worker counts
+left count at their ceiling instead: a rate at least the true one, so the
+floor stays a floor, looser for that job (on the 1,024-GPU clusters of the
+``scale`` study; the budget is not reached on the built-in scenarios).
 
 Why it is a lower bound. The engine admits a job at the first round at or
 after its arrival and charges the launch delay before it makes progress;
@@ -62,6 +66,11 @@ from hrlsched.core.placement import Placement
 from hrlsched.perf.base import PerformanceModel
 
 EPS = 1e-9  # the engine's tolerance when it admits arrivals
+# GPUs of the placements solved per search (each worker count times its PS counts) before the
+# worker counts left are taken at their ceiling: at 1,024 GPUs a parameter-server job's ceiling
+# (no communication) stays above its best speed up to hundreds of workers, each with up to a PS
+# per socket, and solving them all took minutes and tens of GB per job.
+SEARCH_BUDGET = 200_000
 
 
 def _configs(job: Job, perf: PerformanceModel) -> list[tuple[str, str]]:
@@ -94,6 +103,7 @@ class BestRates:
         # its fastest type first (Topology.type_speed); index 0 is GPU 0 on.
         self.orders: list[tuple[np.ndarray, np.ndarray]] = []
         self.order_of: dict[str, int] = {}
+        self.capped = 0  # searches stopped by SEARCH_BUDGET (their rate: the ceiling of the rest)
 
     def order(self, model: str) -> int:
         """The job's GPUs are taken in this order: GPU 0 on (0) or, where the
@@ -186,11 +196,18 @@ class BestRates:
             out = np.zeros(progress.size)
             done = 0
             step = 4
+            spent = 0
             while done < order.size and top[order[done]] > out.min():
+                if spent >= SEARCH_BUDGET:
+                    # the worker counts left at their ceiling: a rate no placement of theirs exceeds
+                    out = np.maximum(out, top[order[done]])
+                    self.capped += 1
+                    break
                 chunk = order[done:done + step]
-                _, r = self.rates(job, all_w[chunk], progress)
+                w, r = self.rates(job, all_w[chunk], progress)
                 out = np.maximum(out, r.max(axis=0))
                 done += chunk.size
+                spent += int(w.sum())
                 step = min(step * 2, 8)  # larger chunks of large allocations (x their PS counts) exhaust memory
         self.cache[key] = out
         return out
