@@ -97,3 +97,22 @@ def test_placements_a_backend_cannot_price_are_left_out_of_the_bound() -> None:
     full = float(job_floors(built(AnalyticModel(TOPO, CATALOGUE), [j]))[0])
     part = float(job_floors(built(_Unmeasured(TOPO, CATALOGUE), [j]))[0])
     assert np.isfinite(part) and part >= full  # fewer allocations searched: a floor no lower
+
+
+def test_a_search_past_its_budget_stays_a_lower_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past ``SEARCH_BUDGET`` the worker counts left count at their ceiling: each
+    job's floor can only drop (a looser bound, never above the exact one), and
+    the searches so stopped are counted."""
+    from hrlsched.experiments import bound
+
+    perf = AnalyticModel(TOPO, CATALOGUE)
+    cfg = SyntheticWorkload(jobs=25, duration_h=1.0, open_fraction=0.3, duration_median_s=600.0)
+    jobs = generate_synthetic(cfg, perf.work_sizer(), np.random.default_rng(4))
+    exact = bound.BestRates(perf)
+    full = job_floors(built(perf, jobs), rates=exact)
+    assert exact.capped == 0
+    monkeypatch.setattr(bound, "SEARCH_BUDGET", 1)
+    cut = bound.BestRates(perf)
+    capped = job_floors(built(perf, jobs), rates=cut)
+    assert cut.capped > 0
+    assert np.all(capped <= full * (1 + 1e-12)) and np.any(capped < full)
