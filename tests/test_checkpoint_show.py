@@ -16,7 +16,7 @@ def test_show_prints_the_shipped_agents_hint_provenance_and_schema() -> None:
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
     assert info["hint"]["text"] == SHIPPED.text()  # the shipped agent's hint is HintConfig's SHIPPED
-    assert info["provenance"]["part"] == "allocate" and info["env_kwargs"]["placement"] == "migrate"  # step 12
+    assert info["provenance"]["part"] == "allocate" and info["env_kwargs"]["placement"] == "migrate"  # since step 12
     assert info["parameters"] > 1000 and "jobs" in info["schema"]
     r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-default.pt")])
     assert r.exit_code == 0 and "remaining_weight" in r.output and "feature schema" in r.output
@@ -41,3 +41,21 @@ def test_show_prints_the_hetero_agents_learned_residual() -> None:
     info = json.loads(r.output)
     assert list(info["residual"]) == list(RESIDUAL_FEATURES) and any(info["residual"].values())
     assert info["config"]["method"] == "cem" and info["config"]["scenario"] == "hetero"  # train-es's config
+
+
+def test_rules_only_writes_the_ablation_as_a_checkpoint(tmp_path: Path) -> None:
+    """``checkpoint rules-only`` keeps the hint and the placement, drops every
+    learned part; the file decides as ``optimus-tuned+migrate`` (the ablation's
+    equality is tested in test_rules), and a file with no rules is refused."""
+    from hrlsched.agent.checkpoint import load
+
+    out = tmp_path / "rules.pt"
+    r = CliRunner().invoke(app, ["checkpoint", "rules-only", str(ROOT / "agent/checkpoints/hrl-default.pt"), str(out)])
+    assert r.exit_code == 0, r.output
+    ck = load(out)
+    assert "selector" not in ck and "residual" not in ck and "placement" not in ck and "ablation" not in ck
+    assert ck["env_kwargs"]["placement"] == "migrate" and ck["env_kwargs"]["hint"]
+    assert not ck["state_dict"]["cand.2.weight"].any()
+    r = CliRunner().invoke(app, ["checkpoint", "rules-only", str(ROOT / "rivals/checkpoints/dl2-default.pt"),
+                                 str(tmp_path / "no.pt")])
+    assert r.exit_code == 2 and "error" in r.output and not (tmp_path / "no.pt").exists()

@@ -54,6 +54,29 @@ def register(app: typer.Typer) -> None:
     group = typer.Typer(add_completion=False, no_args_is_help=True, help="Inspect checkpoints.")
     app.add_typer(group, name="checkpoint")
 
+    @group.command("rules-only")
+    def rules_only_cmd(
+        src: Annotated[Path, typer.Argument(help="an hrl checkpoint with a hint (e.g. src/hrlsched/agent/checkpoints/hrl-default.pt)")],
+        dst: Annotated[Path, typer.Argument(help="the file to write (written whole, via a temporary file)")],
+    ) -> None:
+        """Write SRC with everything it learned removed: the rules-only ablation
+        of `hrlsched evaluate` as a checkpoint, to train other learned parts on
+        the bare rules (train-es --init DST)."""
+        from hrlsched.agent.checkpoint import load
+        from hrlsched.agent.common.checkpoint import save
+        from hrlsched.errors import CheckpointError
+        from hrlsched.experiments.ablation import AblationError, rules_only
+
+        err = Console(stderr=True, soft_wrap=True)
+        try:
+            ck = rules_only(load(src), str(src))
+        except (CheckpointError, AblationError) as e:
+            err.print(f"[red]error:[/red] {e}", highlight=False)
+            raise typer.Exit(2) from None
+        ck.pop("ablation", None)  # a checkpoint of its own now, not a row of an evaluation
+        save(dst, ck)
+        err.print(f"wrote {dst}: {src}'s rules, nothing learned")
+
     @group.command()
     def show(
         path: Annotated[Path, typer.Argument(help="a checkpoint (hrl, dl2 or harmony; e.g. "
