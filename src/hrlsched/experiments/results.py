@@ -381,9 +381,9 @@ def _hours(row: dict[str, str], folder: Path) -> float:
                            "expected a number of seconds") from None
 
 
-def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> str:
+def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> tuple[str, str]:
     """One row of a README table from ``evaluations/evaluate-<page>``, its
-    scenario cell linking ``link``."""
+    scenario cell linking ``link``, and the heuristic its agent's rules are."""
     folder = evaluations / f"evaluate-{case.page}"
     page = pages / f"{case.page}.md"
     if not folder.is_dir():
@@ -400,7 +400,7 @@ def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> str
     oracle = ", oracle" if best["oracle"] == "true" else ""
     cells[3] += f" ({best_name}{oracle})"
     return (f"| [`{meta['scenario']}`]({link}): {case.about} | {seeds_text(list(meta['seeds']))} | "
-            + " | ".join(cells) + f" | {_hours(rows[BOUND], folder):.3f} |\n")
+            + " | ".join(cells) + f" | {_hours(rows[BOUND], folder):.3f} |\n"), rules
 
 
 def evaluation_tables(evaluations: str | Path, readme: str | Path,
@@ -416,9 +416,9 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
     pages = Path(readme).parent / "docs" / "evaluation"
     out = []
     for cases in tables:
-        body = "".join(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md") for c in cases)
-        names = {read_evaluation(evaluations / f"evaluate-{c.page}")[0].get("rules_heuristic") or RULES_HEURISTIC
-                 for c in cases}
+        rows = [evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md") for c in cases]
+        body = "".join(r for r, _ in rows)
+        names = {rules for _, rules in rows}
         if len(names) > 1:
             raise ResultsError(f"{evaluations}: the evaluations of one table are of agents with other rules "
                                f"({', '.join(sorted(names))}); expected one agent's")
