@@ -1,6 +1,7 @@
 """``Simulation.clone``: a lookahead's copy of an episode at a decision point."""
 
 import copy
+import dataclasses
 
 import numpy as np
 import pytest
@@ -72,3 +73,50 @@ def test_a_plain_deepcopy_detaches_the_views() -> None:
     assert not np.shares_memory(st.attained, st.held)
     cl = sim.state.clone()
     assert np.shares_memory(cl.attained, cl.held)
+
+
+def start_exact(policy: str, seed: int = 1) -> tuple[Simulation, object, object, object]:
+    cfg = resolve_run_config("default", policy, seed, SETS[:2])
+    b = build_scenario(cfg.scenario, seed)
+    sched = make_scheduler(policy)
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, max_tasks_per_gpu=sched.max_tasks_per_gpu,
+                     oracle=sched.oracle, predictor=b.predictor)
+    sched.reset(b.topology, np.random.default_rng(seed))
+    return sim, sched, sim.reset(seed), b
+
+
+def test_with_the_real_future_it_runs_as_the_original() -> None:
+    """``with_future`` keeps the admitted jobs' state whole: given the jobs
+    that were to arrive anyway, it runs to the original's end, to the bit."""
+    ref = finish(*start_exact("tiresias+pack")[:3])
+    sim, sched, view, _ = start_exact("tiresias+pack")
+    for _ in range(15):
+        view = sim.step(sched.decide(view)).view
+    k = sim.state.next_arrival
+    assert view is not None and sim.state.running and 0 < k < len(sim.jobs)
+    before = snapshot(sim)
+    twin = sim.with_future(sim.jobs[k:])
+    ts = twin.state
+    assert np.shares_memory(ts.attained, ts.held) and np.shares_memory(ts.slowdown, ts.per_held)
+    np.testing.assert_array_equal(finish(twin, copy.deepcopy(sched), view), ref)
+    np.testing.assert_array_equal(sim.state.progress, before["progress"])
+    np.testing.assert_array_equal(finish(sim, sched, view), ref)
+
+
+def test_another_future_replaces_the_arrivals_only() -> None:
+    sim, sched, view, b = start_exact("optimus+pack")
+    for _ in range(10):
+        view = sim.step(sched.decide(view)).view
+    k, now = sim.state.next_arrival, sim.state.time_s
+    later = [j for j in b.sample_jobs(77) if j.arrival_s > now]
+    first = max(j.job_id for j in sim.jobs) + 1
+    future = [dataclasses.replace(j, job_id=first + i) for i, j in enumerate(later)]
+    twin = sim.with_future(future)
+    assert [j.job_id for j in twin.jobs[:k]] == [j.job_id for j in sim.jobs[:k]]
+    assert [j.job_id for j in twin.jobs[k:]] == [j.job_id for j in future]
+    np.testing.assert_array_equal(twin.state.progress[:k], sim.state.progress[:k])
+    assert not twin.state.is_active[k:].any() and twin.state.next_arrival == k
+    got = finish(twin, copy.deepcopy(sched), view)
+    assert not np.isnan(got).any() and len(got) == k + len(future)
+    with pytest.raises(ValueError, match="not after now"):
+        sim.with_future([dataclasses.replace(sim.jobs[0], job_id=first)])

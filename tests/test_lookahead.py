@@ -17,7 +17,8 @@ def run(policy: str, seed: int = 3, scenario: str = "default", sets: list[str] =
     cfg = resolve_run_config(scenario, policy, seed, sets)
     b = build_scenario(cfg.scenario, seed)
     sched = make_scheduler(policy)
-    res = Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=seed, predictor=b.predictor).run()
+    res = Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=seed, predictor=b.predictor,
+                    sample_jobs=b.sample_jobs).run()
     assert not np.isnan(res.finish_s).any()
     arrival = np.array([j.arrival_s for j in res.jobs])
     return float(np.mean(res.finish_s - arrival)), sched
@@ -84,7 +85,8 @@ def test_settings_text_round_trips_and_bad_values_name_the_field() -> None:
     assert LookaheadConfig.parse(c.text()) == c
     assert make_scheduler(f"lookahead/{c.text()}").name == f"lookahead/{c.text()}"
     for bad, word in (("level=both2", "level"), ("every=0", "every"), ("resize=1", "resize"), ("nope=1", "nope"),
-                      ("policies=nosuch", "nosuch"), ("placements=pack:nosuch", "placements"), ("depth=3", "depth")):
+                      ("policies=nosuch", "nosuch"), ("placements=pack:nosuch", "placements"), ("depth=3", "depth"),
+                      ("futures=-1", "futures")):
         with pytest.raises(ValueError, match=word):
             make_scheduler(f"lookahead/{bad}")
     with pytest.raises(ValueError, match="takes no settings"):
@@ -109,3 +111,27 @@ def test_it_refuses_to_decide_outside_a_simulator() -> None:
     la.reset(b.topology, np.random.default_rng(0))
     with pytest.raises(RuntimeError, match="Simulator"):
         la.decide(sim.reset(0))
+
+
+def test_sampled_futures_replace_the_arrivals_and_repeat() -> None:
+    """``futures=k``: each decision is rolled out on k sampled futures (k
+    rollouts per alternative), the same for a run repeated; the values it
+    records differ from the real future's."""
+    sets = ["workload.jobs=12", "workload.duration_h=0.5"]
+    name = "lookahead/level=allocation/every=2/futures=2/policies=srtf+pack"
+    got, la = run(name, sets=sets)
+    again, la2 = run(name, sets=sets)
+    real, la0 = run("lookahead/level=allocation/every=2/policies=srtf+pack", sets=sets)
+    assert got == again and la.stats.records == la2.stats.records
+    assert la.stats.evaluated > 0
+    alts = sum(len(r["alternatives"]) + 1 for r in la.stats.records)
+    assert la.stats.rollouts == 2 * alts
+    assert [r["base"] for r in la.stats.records] != [r["base"] for r in la0.stats.records[: len(la.stats.records)]]
+
+
+def test_sampled_futures_need_the_scenarios_workload() -> None:
+    cfg = resolve_run_config("default", "optimus-tuned", 0, SETS)
+    b = build_scenario(cfg.scenario, 0)
+    sched = make_scheduler("lookahead/futures=2")
+    with pytest.raises(RuntimeError, match="workload to sample"):
+        Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=0, predictor=b.predictor).run()

@@ -23,7 +23,7 @@ def simulate(cfg: RunConfig, progress: Callable[[float, int, int], None] | None 
     if scheduler is None:
         scheduler = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
     sim = Simulator(built.topology, built.jobs, built.perf, scheduler, built.engine, seed=cfg.seed,
-                    predictor=built.predictor)
+                    predictor=built.predictor, sample_jobs=built.sample_jobs)
     return sim.run(progress)
 
 

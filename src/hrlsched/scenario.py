@@ -53,16 +53,24 @@ class BuiltScenario:
     engine: EngineConfig
     predictor: PerformanceModel | None = None  # None: policies predict with ``perf``
 
+    def sample_jobs(self, seed: int) -> list[Job]:
+        """The workload this scenario builds for ``seed`` (a trace's builder may
+        give the same jobs for every seed)."""
+        return _build_jobs(self.config, self.perf, seed)
+
+
+def _build_jobs(cfg: ScenarioConfig, perf: PerformanceModel, seed: int) -> list[Job]:
+    # The workload has its own stream so that a policy's randomness never changes the jobs.
+    rng = np.random.default_rng([seed, 0x5EED])
+    # The builders get what sizes work (core.sizing), not the performance model.
+    return WORKLOAD_BUILDERS[cfg.workload.kind](cfg.workload, perf.work_sizer(), rng)
+
 
 def build_scenario(cfg: ScenarioConfig, seed: int) -> BuiltScenario:
     check_data(cfg.name, list(cfg.needs_data))
     topo = Topology.from_spec(cfg.cluster)
     perf = make_perf_model(cfg.perf.backend, topo, CATALOGUE, **_resolve_options(cfg.perf.options))
-    # The workload has its own stream so that a policy's randomness never changes the jobs.
-    rng = np.random.default_rng([seed, 0x5EED])
-    builder = WORKLOAD_BUILDERS[cfg.workload.kind]
-    # The builders get what sizes work (core.sizing), not the performance model.
-    jobs = builder(cfg.workload, perf.work_sizer(), rng)
+    jobs = _build_jobs(cfg, perf, seed)
     eng = EngineConfig(
         round_s=cfg.sim.round_s,
         max_time_s=cfg.sim.max_time_s,

@@ -196,7 +196,7 @@ def _episode(init: str | None, case: str, seed: int, theta: np.ndarray | None,
         cfg = resolve_run_config(scenario, "hrl", seed, list(overrides))
         built = _WORKER[key] = build_scenario(cfg.scenario, seed)
     res = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed,
-                    predictor=built.predictor).run()
+                    predictor=built.predictor, sample_jobs=built.sample_jobs).run()
     done = ~np.isnan(res.finish_s)
     arrival = np.array([j.arrival_s for j in res.jobs])
     if not done.all():  # an unfinished job counts until the end of the run (a penalty, never a gain)

@@ -13,6 +13,14 @@ points where the two part. It knows the future arrivals and the true speeds:
 an oracle (``sees_future``), a bound on what decisions of this kind can
 gain, not a scheduler a cluster could run.
 
+``futures=k`` takes the arrivals away from it: each decision is rolled out
+on k futures drawn from the scenario's workload (the jobs of another seed
+that arrive after now, ``Simulation.with_future``; the same k for every
+alternative at a point) and scored by the mean. It still reads the true
+work and speeds of the jobs already there, and knows the workload's
+distribution, as an operator knows it from history. The gap between the two
+is the part of the room that needs the arrivals, which no scheduler has.
+
 The alternatives (``LookaheadConfig``):
 
 - level 1 (``allocation``): the rules' decision with one job's menu slot
@@ -72,6 +80,7 @@ class LookaheadConfig:
     placements: tuple[str, ...] = ("balance", "topology")  # level 2: placements tried for the rules' allocation
     depth: int = 1  # 2: rollouts run a depth-1 lookahead (iterated)
     place: str = "pack"  # the placement of the rules it improves on and rolls out with (an agent's rules: its own)
+    futures: int = 0  # 0: roll out on the real arrivals; k: on k futures sampled from the scenario's workload
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -84,6 +93,8 @@ class LookaheadConfig:
             raise ValueError(f"lookahead targets: expected a number of jobs >= 0, got {self.targets}")
         if any(not f > 0 or f == 1 for f in self.resize):
             raise ValueError(f"lookahead resize: expected factors > 0 other than 1, got {self.resize}")
+        if int(self.futures) < 0:
+            raise ValueError(f"lookahead futures: expected a number of sampled futures >= 0, got {self.futures}")
         if self.depth not in (1, 2):
             raise ValueError(f"lookahead depth: expected 1 or 2 (iterated), got {self.depth}")
         from hrlsched.policies.registry import PLACEMENTS, make_scheduler
@@ -132,7 +143,7 @@ def _value(key: str, val: str) -> Any:
     try:
         if key in ("level", "place"):
             return val
-        if key in ("every", "targets", "depth"):
+        if key in ("every", "targets", "depth", "futures"):
             return int(val)
         if key == "horizon_s":
             return None if val.lower() == "none" else float(val)
@@ -185,6 +196,7 @@ class LookaheadScheduler(Scheduler):
         self._others: dict[str, Scheduler] = {}
         self._roller: Scheduler | None = None
         self._sim: Any = None
+        self._next_id = 0
         self.stats = LookaheadStats()
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
@@ -208,6 +220,7 @@ class LookaheadScheduler(Scheduler):
         else:
             self._roller = RulesScheduler(placement=cfg.place)
             self._roller.reset(topology, np.random.default_rng(0))
+        self._next_id = 0
         self.stats = LookaheadStats()
 
     def bind(self, simulation: object) -> None:
@@ -230,12 +243,13 @@ class LookaheadScheduler(Scheduler):
             alts = self._alternatives(view, base, trace, extra)
             if alts:
                 st.evaluated += 1
-                best, best_v, taken = base, self._rollout(base), None
+                worlds = self._worlds()
+                best, best_v, taken = base, self._rollout(base, worlds), None
                 rec: dict[str, Any] = {"time_s": float(view.time_s), "jobs": len(view.jobs),
                                        "features": [float(x) for x in point_features(view, base)],
                                        "base": float(best_v), "alternatives": []}
                 for kind, d in alts:
-                    v = self._rollout(d)
+                    v = self._rollout(d, worlds)
                     rec["alternatives"].append([kind, float(v)])
                     if v < best_v - 1e-6 * max(1.0, abs(best_v)):  # strictly better: ties keep the base
                         best, best_v, taken = d, v, kind
@@ -330,12 +344,39 @@ class LookaheadScheduler(Scheduler):
                     out.append(("arch/mode", {c.job_id: s}))
         return out
 
-    def _rollout(self, decision: Decision) -> float:
+    def _worlds(self) -> list[Any]:
+        """The simulations a decision is rolled out on: the real one, or
+        ``futures`` of them with the arrivals sampled (from seeds drawn from
+        the episode's seed and the round, so that a run repeats)."""
+        k = int(self.config.futures)
+        sim = self._sim
+        if not k:
+            return [sim]
+        if sim.sample_jobs is None:
+            raise RuntimeError("lookahead futures: the simulation was not given the scenario's workload to sample "
+                               "from (run it through hrlsched simulate, compare, evaluate or headroom)")
+        now = sim.state.time_s
+        # ids never used in this episode: the rules remember jobs by id
+        self._next_id = max(self._next_id, max(j.job_id for j in sim.jobs) + 1)
+        out = []
+        for i in range(k):
+            seed = int(np.random.SeedSequence([sim._seed, sim.state.round_index, i, 0xF07]).generate_state(1)[0])
+            later = [j for j in sim.sample_jobs(seed) if j.arrival_s > now + 1e-9]
+            future = [dataclasses.replace(j, job_id=self._next_id + n) for n, j in enumerate(later)]
+            self._next_id += len(future)
+            out.append(sim.with_future(future, seed))
+        return out
+
+    def _rollout(self, decision: Decision, worlds: list[Any] | None = None) -> float:
         """Job-seconds from this point on with ``decision`` here and the
         rollout policy after (to the end, or to the horizon plus each
-        unfinished job's remaining work at its isolated speed)."""
+        unfinished job's remaining work at its isolated speed), the mean
+        over ``worlds``."""
+        return float(np.mean([self._rollout_on(w, decision) for w in (worlds or [self._sim])]))
+
+    def _rollout_on(self, world: Any, decision: Decision) -> float:
         self.stats.rollouts += 1
-        sim = self._sim.clone()
+        sim = world.clone()
         out = sim.step(decision)
         total = out.job_seconds
         roller = self._roller

@@ -91,7 +91,8 @@ def _run(case_text: str, policy: str, seed: int, path: str) -> dict[str, Any]:
     t0 = time.perf_counter()
     built = build_scenario(cfg.scenario, seed)
     sched = make_scheduler(policy)
-    sim = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed, predictor=built.predictor)
+    sim = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=seed, predictor=built.predictor,
+                    sample_jobs=built.sample_jobs)
     res = sim.run()
     wall = time.perf_counter() - t0
     s = summary(res, policy, case.text)

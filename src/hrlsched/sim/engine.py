@@ -36,6 +36,7 @@ class Simulator:
         catalogue: Mapping[str, ModelProfile] | None = None,
         seed: int = 0,
         predictor: PerformanceModel | None = None,
+        sample_jobs: Callable[[int], list[Job]] | None = None,
     ) -> None:
         cfg = config or EngineConfig()
         if cfg.decision_points is None:
@@ -50,6 +51,7 @@ class Simulator:
             topology, jobs, perf, cfg, catalogue, max_tasks_per_gpu=scheduler.max_tasks_per_gpu,
             oracle=scheduler.oracle, predictor=predictor,
         )
+        self.simulation.sample_jobs = sample_jobs  # the scenario's workload from another seed (a lookahead's futures)
         self.jobs = self.simulation.jobs
 
     def run(self, progress: Callable[[float, int, int], None] | None = None) -> SimResult:

@@ -29,8 +29,8 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, fields, replace
 
 import numpy as np
 
@@ -190,6 +190,9 @@ class Simulation:
         self._variants: dict[tuple[int, str, str], Job] = {}
         self._allowed_seen: set[tuple[str, int, object]] = set()  # arch/mode choices found allowed (static)
         self._seed = 0
+        # Draws a whole workload of this episode's kind from a seed (the scenario's builder; None:
+        # not known): the futures a lookahead that does not see the arrivals rolls out on.
+        self.sample_jobs: Callable[[int], list[Job]] | None = None
         self._view_perf: PerformanceModel = perf
         self._state: SimState | None = None
         self._held_rows = np.arange(len(HELD_ROWS))[:, None] * len(jobs_)  # where each row of SimState.held starts
@@ -221,6 +224,50 @@ class Simulation:
         same results."""
         new = copy.copy(self)
         new._state = self.state.clone()
+        return new
+
+    def with_future(self, future: Sequence[Job], seed: int = 0) -> Simulation:
+        """This simulation at its current decision point, with the jobs not
+        yet arrived replaced by ``future`` (jobs arriving after now, with ids
+        unused here): the admitted jobs' state is copied, the new jobs start
+        unarrived. A lookahead that does not know the arrivals rolls out on
+        futures sampled so. ``seed`` draws the new jobs' predictor errors."""
+        st = self.state
+        k = st.next_arrival
+        now = st.time_s
+        late = [j for j in future if not j.arrival_s > now + EPS]
+        if late:
+            raise ValueError(f"with_future: job {late[0].job_id} arrives at {late[0].arrival_s} s, "
+                             f"not after now ({now} s)")
+        new = Simulation(self.topo, self.jobs[:k] + list(future), self.perf, self.cfg, self.catalogue,
+                         self.max_tasks_per_gpu, self.oracle, self.predictor)
+        new._seed = self._seed
+        new.sample_jobs = self.sample_jobs
+        new._variants = {key: j for key, j in self._variants.items() if key[0] < k}
+        new._allowed_seen = set(self._allowed_seen)
+        m = len(future)
+        vp = self._view_perf
+        if isinstance(vp, NoisyPredictor):
+            f = lognormal_factors(self.cfg.predictor_noise, m, seed, _SPEED_NOISE_STREAM)
+            vp = NoisyPredictor(vp.base, {**vp.factor, **{j.job_id: float(x) for j, x in zip(future, f)}})
+        new._view_perf = vp
+        old = st.clone()
+        init = SimState.initial(new.jobs, self.topo.n_gpus, self.topo.n_servers)
+        per_job = {"jobs", "placements", "held", "per_held"} | {
+            f_.name for f_ in fields(SimState) if f_.name not in ("gpu_tasks", "cores_used", "mem_used", "work_factor")
+            and isinstance(getattr(init, f_.name), np.ndarray)}
+        for name in per_job:
+            v, fresh = getattr(old, name), getattr(init, name)
+            if isinstance(v, list):
+                setattr(old, name, v[:k] + fresh[k:])
+            else:
+                fresh[..., :k] = v[..., :k]
+                setattr(old, name, fresh)
+        if st.work_factor is not None:
+            wf = lognormal_factors(self.cfg.work_noise, m, seed, _WORK_NOISE_STREAM)
+            old.work_factor = np.concatenate([st.work_factor[:k], wf])
+        old.rebind()
+        new._state = old
         return new
 
     @property

@@ -109,12 +109,17 @@ class SimState:
                 setattr(new, f.name, v.copy())
             elif isinstance(v, (list, dict)):
                 setattr(new, f.name, copy.copy(v))
-        held, per_held = new.held, new.per_held
-        for i, name in enumerate(HELD_ROWS):
-            setattr(new, name, held[i])
-        new.slowdown = per_held[HELD_ROWS.index("slow_s")]
-        new.act_idx = new.run_set = None
+        new.rebind()
         return new
+
+    def rebind(self) -> None:
+        """Bind the rows of ``held`` and the ``slowdown`` row of ``per_held``
+        again as views of those arrays (after either was replaced), and drop
+        the engine's derived ``act_idx``/``run_set``."""
+        for i, name in enumerate(HELD_ROWS):
+            setattr(self, name, self.held[i])
+        self.slowdown = self.per_held[HELD_ROWS.index("slow_s")]
+        self.act_idx = self.run_set = None
 
     @classmethod
     def initial(cls, jobs: list[Job], n_gpus: int, n_servers: int) -> SimState:
