@@ -111,6 +111,11 @@ def parallel(fn: Callable[[Any], Any], items: list[Any], workers: int, fresh: bo
         manager = getattr(pool, "_executor_manager_thread", None)
         if manager is not None:
             manager.join(timeout=5)
+            # Under load the join may time out with the pipe about to close: take the thread off
+            # the hook's list (it is not a daemon, so the interpreter still waits for it).
+            from concurrent.futures import process as _process
+
+            getattr(_process, "_threads_wakeups", {}).pop(manager, None)
         raise
     pool.shutdown()
 
