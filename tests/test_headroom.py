@@ -3,6 +3,7 @@
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from hrlsched.experiments.headroom import Case, headroom, lookahead_policy, markdown
@@ -95,3 +96,21 @@ def test_the_rules_are_those_the_lookahead_improves_on(tmp_path: Path) -> None:
     assert "optimus-tuned" not in saved["heuristics"]
     assert r["levels"]["level 1"]["gain_vs_rules_pct"] >= -1e-9
     assert "the rules: `optimus-tuned+migrate`" in markdown([r], "place=migrate")
+
+
+def test_what_a_linear_fit_of_the_features_could_take() -> None:
+    """``_learnable``: where the gain follows a feature, a fit on the other
+    episodes takes nearly all of it; where it never pays, nothing; one
+    episode gives no figure."""
+    from hrlsched.experiments.headroom import _learnable
+
+    rng = np.random.default_rng(0)
+    f = np.column_stack([np.ones(400), rng.uniform(size=400)])
+    episode = np.repeat(np.arange(4), 100)
+    g = 0.02 * (f[:, 1] - 0.5)
+    x = _learnable(f, g, episode, 4)
+    assert x["oracle_h"] == pytest.approx(g[g > 0].sum() / 4) and x["linear_h"] > 0.95 * x["oracle_h"]
+    assert 180 < x["linear_taken"] < 220
+    never = _learnable(f, np.full(400, -0.01), episode, 4)
+    assert never["oracle_h"] == 0.0 and never["linear_h"] == 0.0 and never["linear_taken"] == 0
+    assert _learnable(f[:100], g[:100], episode[:100], 1)["linear_h"] is None

@@ -257,21 +257,49 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     what the selector reads tells where the alternative pays."""
     from hrlsched.agent.selector import POINT_FEATURES
 
-    by: dict[str, list[tuple[list[float], float]]] = {}
-    for rec in recs:
+    by: dict[str, list[tuple[list[float], float, int]]] = {}
+    for i, rec in enumerate(recs):
         for pt, kind, g in _point_gains(rec):
-            by.setdefault(kind, []).append((pt["features"], g))
+            by.setdefault(kind, []).append((pt["features"], g, i))
     out: dict[str, dict[str, Any]] = {}
     for kind, xs in by.items():
-        f = np.array([x for x, _ in xs], dtype=float)
-        g = np.array([y for _, y in xs], dtype=float)
+        f = np.array([x for x, _, _ in xs], dtype=float)
+        g = np.array([y for _, y, _ in xs], dtype=float)
         r: dict[str, float | None] = {}
         for i, name in enumerate(POINT_FEATURES):
             ok = f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
             r[name] = float(np.corrcoef(f[:, i], g)[0, 1]) if ok else None
         out[kind] = {"tried": len(xs), "better": int(np.count_nonzero(g > 0)), "mean_gain_h": float(g.mean()),
-                     "r": r}
+                     "r": r, **_learnable(f, g, np.array([e for _, _, e in xs]), len(recs))}
     return out
+
+
+RIDGE = 0.1  # the linear fit's ridge: features within [0, 1], gains of hundredths of an hour
+
+
+def _learnable(f: np.ndarray, g: np.ndarray, episode: np.ndarray, n_episodes: int) -> dict[str, Any]:
+    """How much of an alternative's gains what the selector reads could
+    take: ``oracle_h``, its gains summed over the points where it beats the
+    base decision (what the lookahead, knowing the future, takes), and
+    ``linear_h``, summed over the points where a linear fit of the gain on
+    the point's features, fitted on the other episodes' points (leave one
+    episode out), predicts a gain (a learner's share, decided on what it
+    sees); both in hours of average JCT per episode (gains of separate
+    points are added, which the runs they start need not do). None with a
+    single episode."""
+    if n_episodes < 2:
+        return {"oracle_h": None, "linear_h": None, "linear_taken": None}
+    take, gain = 0, 0.0
+    for e in range(n_episodes):
+        tr, te = episode != e, episode == e
+        if not te.any() or not tr.any():
+            continue
+        a = f[tr]
+        w = np.linalg.solve(a.T @ a + RIDGE * np.eye(a.shape[1]), a.T @ g[tr])
+        pick = f[te] @ w > 0
+        take += int(pick.sum())
+        gain += float(g[te][pick].sum())
+    return {"oracle_h": float(g[g > 0].sum()) / n_episodes, "linear_h": gain / n_episodes, "linear_taken": take}
 
 
 def _pm(v: float, h: float) -> str:
@@ -316,12 +344,19 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
                f"{MIN_POINTS} or more points, the share of them where it beat the rules' decision, its mean gain "
                "there in hours of the episode's average JCT (positive: better), and the feature of the agent's "
                "point selector (`agent/selector.py`) whose value correlates most with that gain (Pearson r; "
-               "few points make a noisy r).", "",
-               "| case | level | alternative | points | better at | mean gain (h) | most correlated feature |",
-               "|---|---|---|---|---|---|---|"]
+               "few points make a noisy r). Then what of its gains the selector's features could take, in hours of "
+               "average JCT per episode (point gains added): taken wherever it beats the rules (the lookahead, "
+               "which knows the future), and taken where a linear fit of its gain on the features, fitted on the "
+               f"other seeds' points (ridge {RIDGE:g}), predicts one (at how many points).", "",
+               "| case | level | alternative | points | better at | mean gain (h) | most correlated feature "
+               "| where it pays (h / episode) | where a fit predicts it pays (h / episode, points) |",
+               "|---|---|---|---|---|---|---|---|---|"]
         for case, name, k, v in pts:
             rs = {f: x for f, x in v["r"].items() if x is not None}
             top = max(rs, key=lambda f: abs(rs[f])) if rs else None
+            fit = ("-", "-") if v.get("linear_h") is None else (
+                f"{v['oracle_h']:+.4f}", f"{v['linear_h']:+.4f} ({v['linear_taken']})")
             md.append(f"| `{case}` | {name} | {k} | {v['tried']} | {v['better'] / v['tried']:.0%} | "
-                      f"{v['mean_gain_h']:+.4f} | " + (f"`{top}` r = {rs[top]:+.2f}" if top else "-") + " |")
+                      f"{v['mean_gain_h']:+.4f} | " + (f"`{top}` r = {rs[top]:+.2f}" if top else "-")
+                      + f" | {fit[0]} | {fit[1]} |")
     return "\n".join(md) + "\n"
