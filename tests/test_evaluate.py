@@ -157,10 +157,13 @@ def test_information_is_labelled() -> None:
 
     got = {p: information(make_scheduler(p)) for p in ("srtf", "srtf-est", "tetris", "optimus", "optimus-tuned",
                                                        "gavel", "gavel-makespan", "fifo", "drf", "lookahead",
-                                                       "lookahead/level=placement")}
+                                                       "lookahead/level=placement", "lookahead/futures=4")}
     assert got == {"srtf": "truth", "srtf-est": "", "tetris": "truth", "optimus": "", "optimus-tuned": "predicted work",
                    "gavel": "", "gavel-makespan": "predicted work", "fifo": "", "drf": "", "lookahead": "future",
-                   "lookahead/level=placement": "future"}
+                   "lookahead/level=placement": "future", "lookahead/futures=4": "sampled futures"}
+    from hrlsched.experiments.evaluate import ORACLE_LABELS
+
+    assert "arrivals sampled" in ORACLE_LABELS["sampled futures"]
 
 
 def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:

@@ -79,12 +79,13 @@ def _checked_policies(heuristics: list[str]) -> dict[str, str]:
 
 
 def information(sched: Any) -> str:
-    """``"future"`` (a planner on a copy of the simulation: ``lookahead``),
+    """``"future"`` (a planner on a copy of the simulation: ``lookahead``;
+    ``"sampled futures"`` where it rolls out on sampled arrivals, ``futures=k``),
     ``"truth"`` (an oracle scheduler: the true remaining work and model),
     ``"predicted work"`` (it decides on the predictor's remaining work: the
     truth too under an exact predictor) or ``""``."""
     if getattr(sched, "sees_future", False):
-        return "future"
+        return "sampled futures" if getattr(getattr(sched, "config", None), "futures", 0) else "future"
     if getattr(sched, "oracle", False):
         return "truth"
     return "predicted work" if getattr(sched, "reads_work", False) else ""
@@ -233,7 +234,7 @@ def evaluate(
         info.update({r: information(make_scheduler(r, checkpoint=str(cks[r]) if r in cks else None))
                      for r in RIVALS})
     if la_label:
-        info[la_label] = "future"
+        info[la_label] = "sampled futures" if la_cfg.futures else "future"
     info.update({lb: "exact predicted work" for lb, v in info.items() if v == "predicted work" and exact})
     rows = [_row(label, kinds[label], jct[label], jct[AGENT], info.get(label, ""), label == best,
                  unfinished.get(label, 0))
@@ -264,7 +265,7 @@ def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, bes
     dm, dh = interval(list(d)) if kind != "agent" else (float("nan"), float("nan"))
     return {
         # an oracle: given the truth, or reading a predictor that has no error
-        "row": label, "kind": kind, "oracle": info in ("truth", "exact predicted work", "future"), "information": info,
+        "row": label, "kind": kind, "oracle": info in ("truth", "exact predicted work", "future", "sampled futures"), "information": info,
         "best_heuristic": best, "unfinished_jobs": unfinished,
         "avg_jct_s": mean, "avg_jct_s_ci95": half, "agent_minus_row_s": dm, "agent_minus_row_s_ci95": dh,
         "agent_wins": int((agent < v).sum()), "per_seed_avg_jct_s": [float(x) for x in v],
@@ -384,7 +385,9 @@ def _pm(v: float, h: float, signed: bool = False) -> str:
 
 # An oracle row's note, by its information (hrlsched report shows them too)
 ORACLE_LABELS = {"truth": "oracle", "exact predicted work": "oracle (exact predicted work)",
-                 "future": "oracle (future arrivals: plans on a copy of the simulation)"}
+                 "future": "oracle (future arrivals: plans on a copy of the simulation)",
+                 "sampled futures": "oracle (true work and speeds; arrivals sampled from the workload: plans on "
+                                    "copies of the simulation)"}
 
 
 def _cells(ev: dict[str, Any], r: dict[str, Any]) -> list[str]:
