@@ -118,3 +118,17 @@ def test_what_a_linear_fit_of_the_features_could_take() -> None:
     never = _learnable(f, np.full(400, -0.01), episode, 4)
     assert never["oracle_h"] == 0.0 and never["linear_h"] == 0.0 and never["linear_taken"] == 0
     assert _learnable(f[:100], g[:100], episode[:100], 1)["linear_h"] is None
+
+
+def test_observe_follows_the_rules_and_scores_the_choice_without_the_arrivals(tmp_path: Path) -> None:
+    """``observe=1/futures=k``: the run is the rules' to the bit; at each point
+    evaluated, the alternative chosen on sampled futures is scored on the
+    arrivals that came, never above the best alternative knowing them."""
+    case = "default@workload.jobs=12,workload.duration_h=0.5#every=2/observe=1/futures=2"
+    (r,) = headroom([case], [0, 1], tmp_path, "policies=srtf+pack", ["fifo"], workers=1, levels=("1",))
+    x = r["levels"]["level 1"]
+    assert x["avg_jct_s"] == r["rules_avg_jct_s"] and x["changed"] == 0
+    o = x["one_step"]
+    assert o["points"] == x["evaluated"] > 0 and o["oracle_h"] >= max(o["chosen_h"], 0.0)
+    assert 0 <= o["chose_better"] <= o["chose"] <= o["points"]
+    assert "chosen without them" in markdown([r], "")

@@ -86,7 +86,7 @@ def test_settings_text_round_trips_and_bad_values_name_the_field() -> None:
     assert make_scheduler(f"lookahead/{c.text()}").name == f"lookahead/{c.text()}"
     for bad, word in (("level=both2", "level"), ("every=0", "every"), ("resize=1", "resize"), ("nope=1", "nope"),
                       ("policies=nosuch", "nosuch"), ("placements=pack:nosuch", "placements"), ("depth=3", "depth"),
-                      ("futures=-1", "futures")):
+                      ("futures=-1", "futures"), ("observe=2", "observe")):
         with pytest.raises(ValueError, match=word):
             make_scheduler(f"lookahead/{bad}")
     with pytest.raises(ValueError, match="takes no settings"):

@@ -21,6 +21,15 @@ work and speeds of the jobs already there, and knows the workload's
 distribution, as an operator knows it from history. The gap between the two
 is the part of the room that needs the arrivals, which no scheduler has.
 
+``observe=1`` changes nothing: it follows the base decision (the rules')
+everywhere and only records each evaluated point, so that every point is
+one state of the rules' own run; with ``futures=k`` each alternative's
+value on the real arrivals is recorded too (one more rollout each). At the
+same points it then tells what the best alternative gains knowing the
+arrivals, and what the one chosen on sampled futures gains on them
+(``hrlsched headroom``): the room that needs the arrivals, point by point,
+without two runs that part ways.
+
 The alternatives (``LookaheadConfig``):
 
 - level 1 (``allocation``): the rules' decision with one job's menu slot
@@ -81,6 +90,7 @@ class LookaheadConfig:
     depth: int = 1  # 2: rollouts run a depth-1 lookahead (iterated)
     place: str = "pack"  # the placement of the rules it improves on and rolls out with (an agent's rules: its own)
     futures: int = 0  # 0: roll out on the real arrivals; k: on k futures sampled from the scenario's workload
+    observe: int = 0  # 1: follow the base decision everywhere, only record (with futures, the real values too)
 
     def __post_init__(self) -> None:
         if self.level not in LEVELS:
@@ -93,6 +103,8 @@ class LookaheadConfig:
             raise ValueError(f"lookahead targets: expected a number of jobs >= 0, got {self.targets}")
         if any(not f > 0 or f == 1 for f in self.resize):
             raise ValueError(f"lookahead resize: expected factors > 0 other than 1, got {self.resize}")
+        if self.observe not in (0, 1):
+            raise ValueError(f"lookahead observe: expected 0 or 1, got {self.observe}")
         if int(self.futures) < 0:
             raise ValueError(f"lookahead futures: expected a number of sampled futures >= 0, got {self.futures}")
         if self.depth not in (1, 2):
@@ -143,7 +155,7 @@ def _value(key: str, val: str) -> Any:
     try:
         if key in ("level", "place"):
             return val
-        if key in ("every", "targets", "depth", "futures"):
+        if key in ("every", "targets", "depth", "futures", "observe"):
             return int(val)
         if key == "horizon_s":
             return None if val.lower() == "none" else float(val)
@@ -248,12 +260,20 @@ class LookaheadScheduler(Scheduler):
                 rec: dict[str, Any] = {"time_s": float(view.time_s), "jobs": len(view.jobs),
                                        "features": [float(x) for x in point_features(view, base)],
                                        "base": float(best_v), "alternatives": []}
+                observe = bool(self.config.observe)
+                real = observe and worlds[0] is not self._sim
+                if real:  # what each decision gives on the arrivals that come: the choice's true worth
+                    rec["base_real"], rec["real"] = self._rollout(base), []
                 for kind, d in alts:
                     v = self._rollout(d, worlds)
                     rec["alternatives"].append([kind, float(v)])
+                    if real:
+                        rec["real"].append(self._rollout(d))
                     if v < best_v - 1e-6 * max(1.0, abs(best_v)):  # strictly better: ties keep the base
                         best, best_v, taken = d, v, kind
                 st.records.append(rec)
+                if observe:
+                    taken, best = None, base
                 if taken is not None:
                     st.changed += 1
                     st.by_kind[taken] = st.by_kind.get(taken, 0) + 1

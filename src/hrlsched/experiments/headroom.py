@@ -245,8 +245,43 @@ def _case_row(c: Case, seeds: list[int], rules_policy: str, heur: list[str], las
             "rollouts": int(sum(x.get("rollouts", 0) for x in la)), "changed": int(sum(x.get("changed", 0) for x in la)),
             "decide_ms": 1000.0 * sum(x.get("seconds", 0.0) for x in la) / max(1, sum(x.get("points", 0) for x in la)),
             "changed_by_kind": kinds, "points_by_kind": _points_by_kind(recs),
+            "one_step": _one_step(recs, float(rules.mean())),
         }
     return row
+
+
+def _one_step(recs: list[dict[str, Any]], rules_jct_s: float) -> dict[str, Any] | None:
+    """At the points of a lookahead run with ``observe=1`` and ``futures=k``
+    (each a state of the rules' own run, each alternative's value on the real
+    arrivals recorded beside its sampled-futures estimate): per episode, the
+    gains over the rules' decision added over the points, in hours of average
+    JCT and in % of the rules' average JCT, of the best alternative knowing
+    the arrivals (``oracle``) and of the one chosen on the sampled futures,
+    on the arrivals that came (``chosen``); and how often the chosen one was
+    the best. None for other runs."""
+    pts = [pt for rec in recs for pt in (rec.get("lookahead") or {}).get("records", []) if "real" in pt]
+    if not pts:
+        return None
+    oracle = chosen = 0.0
+    n_chose = n_right = 0
+    for rec in recs:
+        n = max(int(rec.get("jobs_total") or 0), 1)
+        for pt in (rec.get("lookahead") or {}).get("records", []):
+            if "real" not in pt or not pt["real"]:
+                continue
+            real = np.array(pt["real"], dtype=float)
+            est = np.array([v for _, v in pt["alternatives"]], dtype=float)
+            gains = (pt["base_real"] - real) / n / 3600.0
+            oracle += max(0.0, float(gains.max()))
+            i = int(est.argmin())
+            if est[i] < pt["base"] - 1e-6 * max(1.0, abs(pt["base"])):  # the lookahead's own rule: strictly better
+                chosen += float(gains[i])
+                n_chose += 1
+                n_right += int(gains[i] > 0)
+    e = max(len(recs), 1)
+    pct = 100.0 * 3600.0 / rules_jct_s if rules_jct_s > 0 else float("nan")
+    return {"points": len(pts), "oracle_h": oracle / e, "chosen_h": chosen / e, "oracle_pct": pct * oracle / e,
+            "chosen_pct": pct * chosen / e, "chose": n_chose, "chose_better": n_right}
 
 
 def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -337,6 +372,18 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
             kinds = ", ".join(f"{k} {n}" for k, n in sorted(x["changed_by_kind"].items(), key=lambda kv: -kv[1]))
             md.append(f"| `{r['case']}` | {name} | `{x['policy']}` | {x['evaluated']} / {x['points']} | {x['rollouts']} | "
                       f"{x['decide_ms']:.0f} | {x['changed']}: {kinds or '-'} |")
+    one = [(r["case"], name, x["one_step"]) for r in rows for name, x in r["levels"].items() if x.get("one_step")]
+    if one:
+        md += ["", "Point by point along the rules' own run (`observe=1`: the lookahead follows the rules and only "
+               "records; with `futures=k` it scores each alternative on k sampled futures and on the arrivals that "
+               "came): per episode, the gains over the rules' decision added over the points, in % of the rules' "
+               "average JCT, of the best alternative knowing the arrivals, and of the one chosen on the sampled "
+               "futures (where one looked better), on the arrivals that came.", "",
+               "| case | level | points | best, knowing the arrivals | chosen without them | points chosen (of them better) |",
+               "|---|---|---|---|---|---|"]
+        for case, name, o in one:
+            md.append(f"| `{case}` | {name} | {o['points']} | {o['oracle_pct']:+.2f}% ({o['oracle_h']:+.4f} h) | "
+                      f"{o['chosen_pct']:+.2f}% ({o['chosen_h']:+.4f} h) | {o['chose']} ({o['chose_better']}) |")
     pts = [(r["case"], name, k, v) for r in rows for name, x in r["levels"].items()
            for k, v in (x.get("points_by_kind") or {}).items() if v["tried"] >= MIN_POINTS]
     if pts:
