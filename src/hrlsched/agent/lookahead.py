@@ -17,8 +17,8 @@ gain, not a scheduler a cluster could run.
 on k futures drawn from the scenario's workload (the jobs of another seed
 that arrive after now, ``Simulation.with_future``; the same k for every
 alternative at a point) and scored by the mean. Their number is drawn too:
-about N(D - t)/D of a workload of N jobs over D, where N - k are really
-left after k arrivals (the same on average). It still reads the true
+about N(D - t)/D at time t of a workload of N jobs over D, where N less
+those arrived are really left (the same on average). It still reads the true
 work and speeds of the jobs already there, and knows the workload's
 distribution, as an operator knows it from history. The gap between the two
 is the part of the room that needs the arrivals, which no scheduler has.
