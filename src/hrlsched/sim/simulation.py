@@ -256,7 +256,7 @@ class Simulation:
         per_job = {"jobs", "placements", "held", "per_held"} | {
             f_.name for f_ in fields(SimState) if f_.name not in ("gpu_tasks", "cores_used", "mem_used", "work_factor")
             and isinstance(getattr(init, f_.name), np.ndarray)}
-        for name in per_job:
+        for name in sorted(per_job):
             v, fresh = getattr(old, name), getattr(init, name)
             if isinstance(v, list):
                 setattr(old, name, v[:k] + fresh[k:])
