@@ -168,6 +168,12 @@ def _value(key: str, val: str) -> Any:
         raise ValueError(f"lookahead setting {key}={val!r}: not a valid value") from None
 
 
+def beats(v: float, ref: float) -> bool:
+    """Whether job-seconds ``v`` are strictly fewer than ``ref`` (beyond
+    rounding): the lookahead takes an alternative only then."""
+    return v < ref - 1e-6 * max(1.0, abs(ref))
+
+
 def _signature(d: Decision) -> tuple[Any, ...]:
     """What a decision changes in the cluster (two equal ones give the same run)."""
     return (tuple(sorted((j, p.gpus, p.ps_sockets) for j, p in d.placements.items())),
@@ -271,7 +277,7 @@ class LookaheadScheduler(Scheduler):
                     rec["alternatives"].append([kind, float(v)])
                     if real:
                         rec["real"].append(self._rollout(d))
-                    if v < best_v - 1e-6 * max(1.0, abs(best_v)):  # strictly better: ties keep the base
+                    if beats(v, best_v):  # strictly better: ties keep the base
                         best, best_v, taken = d, v, kind
                 st.records.append(rec)
                 if observe:

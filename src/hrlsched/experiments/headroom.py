@@ -259,28 +259,29 @@ def _one_step(recs: list[dict[str, Any]], rules_jct_s: float) -> dict[str, Any] 
     the arrivals (``oracle``) and of the one chosen on the sampled futures,
     on the arrivals that came (``chosen``); and how often the chosen one was
     the best. None for other runs."""
-    pts = [pt for rec in recs for pt in (rec.get("lookahead") or {}).get("records", []) if "real" in pt]
-    if not pts:
-        return None
+    from hrlsched.agent.lookahead import beats
+
     oracle = chosen = 0.0
-    n_chose = n_right = 0
+    n_pts = n_chose = n_right = 0
     for rec in recs:
         n = max(int(rec.get("jobs_total") or 0), 1)
         for pt in (rec.get("lookahead") or {}).get("records", []):
-            if "real" not in pt or not pt["real"]:
+            if not pt.get("real"):
                 continue
-            real = np.array(pt["real"], dtype=float)
-            est = np.array([v for _, v in pt["alternatives"]], dtype=float)
-            gains = (pt["base_real"] - real) / n / 3600.0
+            n_pts += 1
+            gains = (pt["base_real"] - np.array(pt["real"], dtype=float)) / n / 3600.0
             oracle += max(0.0, float(gains.max()))
-            i = int(est.argmin())
-            if est[i] < pt["base"] - 1e-6 * max(1.0, abs(pt["base"])):  # the lookahead's own rule: strictly better
+            est = [v for _, v in pt["alternatives"]]
+            i = int(np.argmin(est))
+            if beats(est[i], pt["base"]):  # the lookahead's own rule
                 chosen += float(gains[i])
                 n_chose += 1
                 n_right += int(gains[i] > 0)
+    if not n_pts:
+        return None
     e = max(len(recs), 1)
     pct = 100.0 * 3600.0 / rules_jct_s if rules_jct_s > 0 else float("nan")
-    return {"points": len(pts), "oracle_h": oracle / e, "chosen_h": chosen / e, "oracle_pct": pct * oracle / e,
+    return {"points": n_pts, "oracle_h": oracle / e, "chosen_h": chosen / e, "oracle_pct": pct * oracle / e,
             "chosen_pct": pct * chosen / e, "chose": n_chose, "chose_better": n_right}
 
 
