@@ -135,3 +135,27 @@ def test_sampled_futures_need_the_scenarios_workload() -> None:
     sched = make_scheduler("lookahead/futures=2")
     with pytest.raises(RuntimeError, match="workload to sample"):
         Simulator(b.topology, b.jobs, b.perf, sched, b.engine, seed=0, predictor=b.predictor).run()
+
+
+def test_a_forced_alternative_records_what_the_scorer_reads_of_its_job() -> None:
+    """Each alternative that forces a job's slot carries that job's candidate
+    rows (the rules' slot, the forced one) and the cluster row; a whole
+    other decision carries none."""
+    from hrlsched.envs.features import CANDIDATE, CANDIDATE_FEATURES, CLUSTER_FEATURES
+
+    _, la = run("lookahead/level=allocation/every=2/observe=1")
+    forced = ("hold", "start", "workers x", "arch/mode")
+    seen = 0
+    for rec in la.stats.records:
+        assert len(rec["jobs_read"]) == len(rec["alternatives"])
+        for (kind, _), job in zip(rec["alternatives"], rec["jobs_read"]):
+            assert (job is not None) == kind.startswith(forced)
+            if job is None:
+                continue
+            seen += 1
+            assert len(job["rules"]) == len(job["alt"]) == len(CANDIDATE_FEATURES)
+            assert len(job["cluster"]) == len(CLUSTER_FEATURES)
+            assert job["rules"] != job["alt"]
+            if kind == "hold":
+                assert job["alt"][CANDIDATE["is_wait"]] == 1.0 and job["rules"][CANDIDATE["is_wait"]] == 0.0
+    assert seen > 0

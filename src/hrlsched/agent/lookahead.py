@@ -272,7 +272,8 @@ class LookaheadScheduler(Scheduler):
                 real = observe and worlds[0] is not self._sim
                 if real:  # what each decision gives on the arrivals that come: the choice's true worth
                     rec["base_real"], rec["real"] = self._rollout(base), []
-                for kind, d in alts:
+                rec["jobs_read"] = [job for _, _, job in alts]  # the forced job's rows, or None
+                for kind, d, _ in alts:
                     v = self._rollout(d, worlds)
                     rec["alternatives"].append([kind, float(v)])
                     if real:
@@ -304,24 +305,25 @@ class LookaheadScheduler(Scheduler):
 
     # ------------------------------------------------------------ internals
     def _alternatives(self, view: ClusterView, base: Decision, trace: list[Choice],
-                      extra: list[tuple[str, Decision]]) -> list[tuple[str, Decision]]:
-        """(kind, decision) pairs, distinct from ``base`` and from each other."""
+                      extra: list[tuple[str, Decision]]) -> list[tuple[str, Decision, dict[str, list[float]] | None]]:
+        """(kind, decision, its job's rows or None) triples, distinct from
+        ``base`` and from each other (``_forced`` for the rows)."""
         cfg = self.config
         seen = {_signature(base)}
-        out: list[tuple[str, Decision]] = []
+        out: list[tuple[str, Decision, dict[str, list[float]] | None]] = []
 
-        def add(kind: str, d: Decision) -> None:
+        def add(kind: str, d: Decision, job: dict[str, list[float]] | None = None) -> None:
             s = _signature(d)
             if s not in seen:
                 seen.add(s)
-                out.append((kind, d))
+                out.append((kind, d, job))
 
         for kind, d in extra:
             add(kind, d)
 
         if cfg.level in ("allocation", "both"):
-            for kind, force in self._forced(view, trace):
-                add(kind, self.rules.decide_with(view, force=force))
+            for kind, force, job in self._forced(view, trace):
+                add(kind, self.rules.decide_with(view, force=force), job)
             for p, s in self._others.items():
                 add(f"policy {p}", s.decide(view))
         if cfg.level in ("placement", "both"):
@@ -329,17 +331,29 @@ class LookaheadScheduler(Scheduler):
                 add(f"placement {p}", r.decide(view))
         return out
 
-    def _forced(self, view: ClusterView, trace: list[Choice]) -> list[tuple[str, dict[int, int]]]:
-        """Level-1 alternatives as forced menu slots of the newest jobs with a choice."""
+    def _forced(self, view: ClusterView,
+                trace: list[Choice]) -> list[tuple[str, dict[int, int], dict[str, list[float]]]]:
+        """Level-1 alternatives as forced menu slots of the newest jobs with a
+        choice, each with what the agent's scorer reads of its job's choice:
+        the candidate rows of the rules' slot and of the forced one and the
+        cluster row (``Choice``), recorded for a learner of where such an
+        alternative pays (``hrlsched headroom``)."""
         cfg = self.config
         if not cfg.targets:
             return []
         t = self.rules.dp.table  # type: ignore[union-attr]
         choices = [c for c in trace if len(c.valid) > 1]
         choices.sort(key=lambda c: -view.jobs[view.index(c.job_id)].arrival_s)
-        out: list[tuple[str, dict[int, int]]] = []
+        out: list[tuple[str, dict[int, int], dict[str, list[float]]]] = []
         for c in choices[: cfg.targets]:
             k = view.index(c.job_id)
+            pos = {int(s): i for i, s in enumerate(c.valid)}
+
+            def job(slot: int, c: Choice = c, pos: dict[int, int] = pos) -> dict[str, list[float]]:
+                assert c.rows is not None and c.cluster is not None
+                return {"rules": [float(x) for x in c.rows[pos[c.slot]]], "alt": [float(x) for x in c.rows[pos[slot]]],
+                        "cluster": [float(x) for x in c.cluster]}
+
             valid = set(int(x) for x in c.valid)
             if c.slot == KEEP:
                 pl = view.placements[k]
@@ -351,11 +365,11 @@ class LookaheadScheduler(Scheduler):
                 w, ai, mi = int(t.workers[c.slot]), int(t.arch[c.slot]), int(t.mode[c.slot])
             real = [s for s in valid if s > KEEP]
             if c.slot != WAIT and WAIT in valid:
-                out.append(("hold", {c.job_id: WAIT}))
+                out.append(("hold", {c.job_id: WAIT}, job(WAIT)))
             if w == 0:  # held by the rules: start it at each worker count it may have
                 for s in sorted({min((s for s in real if t.workers[s] == n), default=-1)
                                  for n in {int(t.workers[s]) for s in real}} - {-1}):
-                    out.append(("start", {c.job_id: s}))
+                    out.append(("start", {c.job_id: s}, job(s)))
                 continue
             for f in cfg.resize:
                 n = max(1, int(round(w * f)))
@@ -363,13 +377,13 @@ class LookaheadScheduler(Scheduler):
                 other = [s for s in real if t.workers[s] == n]
                 pick = (same or other or [-1])[0]
                 if pick >= 0:
-                    out.append((f"workers x{f:g}", {c.job_id: pick}))
+                    out.append((f"workers x{f:g}", {c.job_id: pick}, job(pick)))
             seen_am = {(ai, mi)}
             for s in sorted(real):
                 am = (int(t.arch[s]), int(t.mode[s]))
                 if t.workers[s] == w and am not in seen_am:
                     seen_am.add(am)
-                    out.append(("arch/mode", {c.job_id: s}))
+                    out.append(("arch/mode", {c.job_id: s}, job(s)))
         return out
 
     def _worlds(self) -> list[Any]:

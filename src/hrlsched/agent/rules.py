@@ -46,11 +46,16 @@ _WORKERS = F.CANDIDATE_FEATURES.index("workers")
 
 
 class Choice(NamedTuple):
-    """One job's allocation choice at a point: its id, the valid menu slots, the slot taken."""
+    """One job's allocation choice at a point: its id, the valid menu slots,
+    the slot taken, and what the agent's scorer reads of it: the candidate
+    rows of the valid slots (``features.CANDIDATE_FEATURES``) and the
+    cluster row (``features.CLUSTER_FEATURES``)."""
 
     job_id: int
     valid: np.ndarray
     slot: int
+    rows: np.ndarray | None = None
+    cluster: np.ndarray | None = None
 
 
 def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarray, gap: float,
@@ -131,13 +136,15 @@ class RulesScheduler(Scheduler):
         assert dp is not None, "optimus-tuned: reset() first"
         more = dp.begin(view)
         while more:
-            _, _, _, base, dyn, ix = dp.allocation_rows()
+            _, cluster, _, base, dyn, ix = dp.allocation_rows()
             jid = dp.view.jobs[dp.k].job_id  # type: ignore[union-attr]
             a = force.get(jid, -1) if force else -1
             if a < 0 or a not in ix:
                 score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
                 a = int(ix[score.argmax()])  # the first best valid slot
             if trace is not None:
-                trace.append(Choice(jid, ix.copy(), a))
+                rows = np.array(base, dtype=np.float64)
+                rows[:, F.DYN_COLUMNS] = dyn
+                trace.append(Choice(jid, ix.copy(), a, rows, np.array(cluster, dtype=np.float64)))
             more = dp.act(a)
         return dp.decision()
