@@ -189,28 +189,33 @@ def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
     from hrlsched.agent.common import checkpoint as common
     from hrlsched.agent.es import _start
     from hrlsched.agent.policy import SHIPPED
-    from hrlsched.agent.selector import with_selector
+    from hrlsched.agent.selector import SELECTOR_POLICIES, with_selector
 
     ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
     assert not _start(ck, ("residual", "selector"), "x").any()
-    w = np.arange(PARTS["selector"], dtype=float).reshape(3, -1)
+    w = np.arange(PARTS["selector"], dtype=float).reshape(len(SELECTOR_POLICIES), -1)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")
     np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))
 
 
 def test_a_selector_saved_with_fewer_features_loads_with_the_others_at_zero() -> None:
     """A checkpoint made before ``idle`` and ``moves`` existed names five
-    features: it loads with those two weighted 0 (the same choices); an
-    unknown feature is refused, naming the file."""
+    features, and one made before the fourth heuristic three policies: it
+    loads with the missing ones weighted 0 (the same choices); an unknown
+    feature or policy is refused, naming the file."""
     from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, selector_weights
     from hrlsched.errors import CheckpointError
 
-    old = {"selector": {"policies": list(SELECTOR_POLICIES), "features": ["bias", "free_gpus", "queued", "demand", "new"],
+    old = {"selector": {"policies": list(SELECTOR_POLICIES[:3]), "features": ["bias", "free_gpus", "queued", "demand", "new"],
                         "weights": [[1.0, 2.0, 3.0, 4.0, 5.0]] * 3}}
     w = selector_weights(old)
     assert w is not None and w.shape == (len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
-    np.testing.assert_array_equal(w[:, :5], [[1.0, 2.0, 3.0, 4.0, 5.0]] * 3)
-    assert not w[:, 5:].any()
+    np.testing.assert_array_equal(w[:3, :5], [[1.0, 2.0, 3.0, 4.0, 5.0]] * 3)
+    assert not w[:, 5:].any() and not w[3:].any()  # a policy it does not name: never taken
+    old["selector"]["policies"][1] = "fifo+pack"
+    with pytest.raises(CheckpointError, match="x.pt: its selector"):
+        selector_weights(old, "x.pt")
+    old["selector"]["policies"][1] = SELECTOR_POLICIES[1]
     old["selector"]["features"][1] = "load"
     with pytest.raises(CheckpointError, match="x.pt: its selector"):
         selector_weights(old, "x.pt")

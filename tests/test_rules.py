@@ -1,5 +1,6 @@
 """``optimus-tuned``: the agent's rules as a heuristic of their own."""
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -46,3 +47,36 @@ def test_without_the_rule_weights_it_is_the_hint_alone() -> None:
     assert abs(float(np.mean(a.finish_s)) - float(np.mean(c.finish_s))) / float(np.mean(c.finish_s)) < 0.05
     with pytest.raises(ValueError, match="hint.policy"):
         RulesScheduler(HintConfig(policy=None))
+
+
+def test_the_rules_with_other_hint_options_are_named_and_refused_clearly() -> None:
+    """``optimus-tuned+migrate/f=0``: the rules with the shipped hint's keep
+    threshold removed (its other options kept); bad options name the policy."""
+    s = make_scheduler("optimus-tuned+migrate/f=0")
+    assert s.name == "optimus-tuned+migrate/f=0" and s.placement == "migrate"
+    assert s.hint.keep_frac == 0.0 and s.hint.remaining_weight == SHIPPED.remaining_weight != 0
+    assert make_scheduler("optimus-tuned/a=1").placement == "pack"
+    for bad, why in [("optimus-tuned/zz=1", "unknown setting"), ("optimus-tuned+nope/f=0", "unknown placement")]:
+        with pytest.raises(ValueError, match=f"policy {re.escape(repr(bad))}.*{why}"):
+            make_scheduler(bad)
+
+
+def test_a_selector_taking_the_rules_without_keep_threshold_everywhere_is_them(tmp_path: Path) -> None:
+    """The selector's fourth heuristic at every point gives that heuristic's
+    run, to the bit (its decisions read the view alone), and it differs from
+    the rules' own run: the threshold changes decisions."""
+    pytest.importorskip("torch")
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.policy import SHIPPED as SHIPPED_PATH
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
+
+    w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
+    w[SELECTOR_POLICIES.index("optimus-tuned+migrate/f=0"), SELECTOR_FEATURES.index("bias")] = 1.0
+    common.save(tmp_path / "s.pt", with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED_PATH)), w))
+    sets = ["workload.jobs=60", "workload.duration_h=2"]
+    a = simulate(resolve_run_config("default", "hrl", 4, [*sets, f"checkpoint={tmp_path / 's.pt'}"]))
+    b = simulate(resolve_run_config("default", "optimus-tuned+migrate/f=0", 4, sets))
+    c = simulate(resolve_run_config("default", "optimus-tuned+migrate", 4, sets))
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    assert not np.array_equal(b.finish_s, c.finish_s)

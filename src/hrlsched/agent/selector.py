@@ -28,8 +28,14 @@ along the lookahead's run, which has taken better decisions already,
 another heuristic's decision beats the rules' at few points
 (``docs/headroom.md``): whether one pays may depend on what was taken
 just before.
-A checkpoint that names fewer features (made before some were added)
-loads with the missing ones weighted 0: the same choices.
+``optimus-tuned+migrate/f=0`` is the agent's rules (placed by ``migrate``)
+without their keep threshold: a running job grows whenever the hint's
+allocation gives it more. Why: along the rules' own run, the lookahead's
+alternatives pay most where the cluster drains (``docs/headroom.md``): the
+threshold keeps jobs below their request on GPUs left idle, while it pays
+where the cluster is full (restarts cost).
+A checkpoint that names fewer features or policies (made before some were
+added) loads with the missing ones weighted 0: the same choices.
 
 The agent always makes its own decision first (its decision point keeps
 its state), and a heuristic decides only where it is taken; the heuristics
@@ -49,7 +55,8 @@ from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.errors import CheckpointError
 
-SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack")
+#: the heuristics it may take; the last is the agent's rules without their keep threshold (``hint.keep_frac``)
+SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack", "optimus-tuned+migrate/f=0")
 POINT_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves")  # of the point
 #: the point's, and ``recent``: the selector's own recent choices
 SELECTOR_FEATURES = (*POINT_FEATURES, "recent")
@@ -125,11 +132,12 @@ def selector_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarr
     if r is None:
         return None
     names = list(r.get("features", []))
-    if list(r.get("policies", [])) != list(SELECTOR_POLICIES) or not names or len(set(names)) != len(names) \
-            or any(f not in SELECTOR_FEATURES for f in names):
+    pols = list(r.get("policies", []))
+    if not pols or len(set(pols)) != len(pols) or any(p not in SELECTOR_POLICIES for p in pols) \
+            or not names or len(set(names)) != len(names) or any(f not in SELECTOR_FEATURES for f in names):
         raise CheckpointError(f"{source}: its selector's policies {r.get('policies')} and features {r.get('features')} "
-                              f"are not this version's {list(SELECTOR_POLICIES)} and some of {list(SELECTOR_FEATURES)}")
-    shape = (len(SELECTOR_POLICIES), len(names))
+                              f"are not some of this version's {list(SELECTOR_POLICIES)} and {list(SELECTOR_FEATURES)}")
+    shape = (len(pols), len(names))
     try:
         w = np.asarray(r.get("weights", []), dtype=np.float64)
     except (TypeError, ValueError):
@@ -137,7 +145,8 @@ def selector_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarr
     if w.shape != shape or not np.all(np.isfinite(w)):
         raise CheckpointError(f"{source}: selector weights: expected {shape[0]} rows of {shape[1]} finite numbers")
     out = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
-    out[:, [SELECTOR_FEATURES.index(f) for f in names]] = w  # a feature the file lacks: weight 0
+    # a policy or a feature the file lacks: weight 0 (never taken; not read)
+    out[np.ix_([SELECTOR_POLICIES.index(p) for p in pols], [SELECTOR_FEATURES.index(f) for f in names])] = w
     return out
 
 

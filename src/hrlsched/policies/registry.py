@@ -47,11 +47,31 @@ WITH_SETTINGS = {"lookahead"}
 _resolved: dict[str, Callable[..., Scheduler]] = {}
 
 
+def _rules_with(spec: str, settings: str, place: str) -> Scheduler:
+    """``optimus-tuned[+P]/OPTIONS``: the rules with the shipped hint's
+    options changed by ``OPTIONS`` (``HintConfig`` text, e.g. ``f=0``: no
+    keep threshold), named ``spec``."""
+    from hrlsched.policies.hint import SHIPPED, HintConfig
+
+    if place not in PLACEMENTS:
+        raise ValueError(f"policy {spec!r}: unknown placement {place!r}; expected one of {sorted(PLACEMENTS)}")
+    try:
+        hint = HintConfig.parse(settings.replace("/", ","), base=SHIPPED)
+    except ValueError as e:
+        raise ValueError(f"policy {spec!r}: its hint options: {e}") from None
+    sched = _resolve("optimus-tuned")(hint=hint, placement=place)
+    sched.name = spec
+    return sched  # type: ignore[no-any-return]
+
+
 def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
     """``fifo``, ``fifo+pack``, or the name of a joint scheduler, with its
     settings for those that take them (``lookahead/level=allocation``);
     ``checkpoint``: the weights of a learned scheduler (``hrl``, ``dl2``, ``harmony``)."""
     head, slash, settings = spec.strip().partition("/")
+    rules, _, rules_place = head.partition("+")
+    if slash and rules == "optimus-tuned":  # the rules with other hint options: optimus-tuned+migrate/f=0
+        return _rules_with(spec.strip(), settings, rules_place or "pack")
     if slash:
         if head not in WITH_SETTINGS:
             raise ValueError(f"policy {spec!r}: {head!r} takes no settings after '/' (only {sorted(WITH_SETTINGS)} do)")
