@@ -52,7 +52,7 @@ from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
 
 AGENT = "hrl"
-HEURISTICS = ["optimus-tuned", "optimus-tuned+migrate", "optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
+HEURISTICS = ["optimus-tuned", "optimus-tuned+migrate", "optimus-tuned+migrate/f=0", "optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
               "fifo"]
 RIVALS = ("dl2", "harmony")
 DL2_BASELINES = ("drf", "drf+balance")
