@@ -293,27 +293,49 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     what the selector reads tells where the alternative pays."""
     from hrlsched.agent.selector import POINT_FEATURES
 
-    by: dict[str, list[tuple[list[float], float, int]]] = {}
+    by: dict[str, list[tuple[list[float], float, int, list[float] | None]]] = {}
     for i, rec in enumerate(recs):
-        for pt, kind, g in _point_gains(rec):
-            by.setdefault(kind, []).append((pt["features"], g, i))
+        for pt, kind, g, job in _point_gains_read(rec):
+            by.setdefault(kind, []).append((pt["features"], g, i, job))
     out: dict[str, dict[str, Any]] = {}
     for kind, xs in by.items():
-        f = np.array([x for x, _, _ in xs], dtype=float)
-        g = np.array([y for _, y, _ in xs], dtype=float)
+        f = np.array([x[0] for x in xs], dtype=float)
+        g = np.array([x[1] for x in xs], dtype=float)
+        ep = np.array([x[2] for x in xs])
         r: dict[str, float | None] = {}
         for i, name in enumerate(POINT_FEATURES):
             ok = f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
             r[name] = float(np.corrcoef(f[:, i], g)[0, 1]) if ok else None
         out[kind] = {"tried": len(xs), "better": int(np.count_nonzero(g > 0)), "mean_gain_h": float(g.mean()),
-                     "r": r, **_learnable(f, g, np.array([e for _, _, e in xs]), len(recs))}
+                     "r": r, **_learnable(f, g, ep, len(recs))}
+        if all(x[3] is not None for x in xs):  # a forced alternative: the fit on its job's rows too
+            fj = np.hstack([f, np.array([x[3] for x in xs], dtype=float)])
+            job = _learnable(fj, g, ep, len(recs), standardize=True)
+            out[kind]["job_linear_h"], out[kind]["job_linear_taken"] = job["linear_h"], job["linear_taken"]
+    return out
+
+
+def _point_gains_read(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float, list[float] | None]]:
+    """``_point_gains`` with, for an alternative that forced one job's slot,
+    what the agent's scorer reads of that job's choice (``lookahead``'s
+    ``jobs_read``): the cluster row, the rules' slot's candidate row and the
+    forced slot's less it; None otherwise (and for records made before)."""
+    out = []
+    n = max(int(rec.get("jobs_total") or 0), 1)
+    for pt in (rec.get("lookahead") or {}).get("records", []):
+        read = pt.get("jobs_read") or [None] * len(pt["alternatives"])
+        for (kind, v), job in zip(pt["alternatives"], read):
+            x = None if job is None else [*job["cluster"], *job["rules"],
+                                          *(a - b for a, b in zip(job["alt"], job["rules"]))]
+            out.append((pt, str(kind), (pt["base"] - float(v)) / n / 3600.0, x))
     return out
 
 
 RIDGE = 0.1  # the linear fit's ridge: features within [0, 1], gains of hundredths of an hour
 
 
-def _learnable(f: np.ndarray, g: np.ndarray, episode: np.ndarray, n_episodes: int) -> dict[str, Any]:
+def _learnable(f: np.ndarray, g: np.ndarray, episode: np.ndarray, n_episodes: int,
+               standardize: bool = False) -> dict[str, Any]:
     """How much of an alternative's gains what the selector reads could
     take: ``oracle_h``, its gains summed over the points where it beats the
     base decision (what the lookahead, knowing the future, takes), and
@@ -322,7 +344,9 @@ def _learnable(f: np.ndarray, g: np.ndarray, episode: np.ndarray, n_episodes: in
     episode out), predicts a gain (a learner's share, decided on what it
     sees); both in hours of average JCT per episode (gains of separate
     points are added, which the runs they start need not do). None with a
-    single episode."""
+    single episode. ``standardize``: each feature scaled to the training
+    points' mean 0 and spread 1 first, and a bias added (features of unlike
+    scales: the job's rows)."""
     if n_episodes < 2:
         return {"oracle_h": None, "linear_h": None, "linear_taken": None}
     take, gain = 0, 0.0
@@ -330,9 +354,13 @@ def _learnable(f: np.ndarray, g: np.ndarray, episode: np.ndarray, n_episodes: in
         tr, te = episode != e, episode == e
         if not te.any() or not tr.any():
             continue
-        a = f[tr]
+        a, b = f[tr], f[te]
+        if standardize:
+            mu, sd = a.mean(axis=0), a.std(axis=0)
+            sd[sd == 0] = 1.0
+            a, b = np.hstack([(a - mu) / sd, np.ones((len(a), 1))]), np.hstack([(b - mu) / sd, np.ones((len(b), 1))])
         w = np.linalg.solve(a.T @ a + RIDGE * np.eye(a.shape[1]), a.T @ g[tr])
-        pick = f[te] @ w > 0
+        pick = b @ w > 0
         take += int(pick.sum())
         gain += float(g[te][pick].sum())
     return {"oracle_h": float(g[g > 0].sum()) / n_episodes, "linear_h": gain / n_episodes, "linear_taken": take}
@@ -395,16 +423,21 @@ def markdown(rows: list[dict[str, Any]], lookahead: str) -> str:
                "few points make a noisy r). Then what of its gains the selector's features could take, in hours of "
                "average JCT per episode (point gains added): taken wherever it beats the rules (the lookahead, "
                "which knows the future), and taken where a linear fit of its gain on the features, fitted on the "
-               f"other seeds' points (ridge {RIDGE:g}), predicts one (at how many points).", "",
+               f"other seeds' points (ridge {RIDGE:g}), predicts one (at how many points); for an alternative "
+               "that forces one job's slot, the same fit on the point's features and what the agent's scorer "
+               "reads of that job's choice (the cluster row, the rules' slot's candidate row, the forced slot's "
+               "less it; each feature standardised), where the run recorded them.", "",
                "| case | level | alternative | points | better at | mean gain (h) | most correlated feature "
-               "| where it pays (h / episode) | where a fit predicts it pays (h / episode, points) |",
-               "|---|---|---|---|---|---|---|---|---|"]
+               "| where it pays (h / episode) | where a fit predicts it pays (h / episode, points) "
+               "| the same, fit on the job's rows too |",
+               "|---|---|---|---|---|---|---|---|---|---|"]
         for case, name, k, v in pts:
             rs = {f: x for f, x in v["r"].items() if x is not None}
             top = max(rs, key=lambda f: abs(rs[f])) if rs else None
             fit = ("-", "-") if v.get("linear_h") is None else (
                 f"{v['oracle_h']:+.4f}", f"{v['linear_h']:+.4f} ({v['linear_taken']})")
+            job = "-" if v.get("job_linear_h") is None else f"{v['job_linear_h']:+.4f} ({v['job_linear_taken']})"
             md.append(f"| `{case}` | {name} | {k} | {v['tried']} | {v['better'] / v['tried']:.0%} | "
                       f"{v['mean_gain_h']:+.4f} | " + (f"`{top}` r = {rs[top]:+.2f}" if top else "-")
-                      + f" | {fit[0]} | {fit[1]} |")
+                      + f" | {fit[0]} | {fit[1]} | {job} |")
     return "\n".join(md) + "\n"
