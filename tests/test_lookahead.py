@@ -93,6 +93,23 @@ def test_settings_text_round_trips_and_bad_values_name_the_field() -> None:
         make_scheduler("fifo/x=1")
 
 
+def test_a_policy_with_settings_of_its_own_is_one_of_the_policies() -> None:
+    """``policies=optimus+pack:optimus-tuned+migrate/f=0/every=8``: ``f=0``
+    belongs to the policy before it, ``every`` is the lookahead's; the text
+    round-trips, and so does the name ``headroom`` makes."""
+    from hrlsched.experiments.headroom import lookahead_policy
+
+    c = LookaheadConfig.parse("policies=optimus+pack:optimus-tuned+migrate/f=0/every=8/place=migrate")
+    assert c.policies == ("optimus+pack", "optimus-tuned+migrate/f=0") and c.every == 8 and c.place == "migrate"
+    assert LookaheadConfig.parse(c.text()) == c
+    name = lookahead_policy("allocation", c.text(), "every=4")
+    assert make_scheduler(name).config == LookaheadConfig.parse(c.text().replace("every=8", "every=4") + "/level=allocation")
+    with pytest.raises(ValueError, match="zz"):
+        LookaheadConfig.parse("policies=optimus-tuned/zz=1")
+    with pytest.raises(ValueError, match="lookahead setting 'f=0'"):
+        LookaheadConfig.parse("every=2/f=0")
+
+
 def test_place_sets_the_rules_it_starts_from_and_rolls_out_with() -> None:
     rules, _ = run("optimus-tuned+migrate")
     got, la = run("lookahead/targets=0/policies=/placements=/place=migrate")

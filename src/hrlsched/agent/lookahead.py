@@ -124,15 +124,31 @@ class LookaheadConfig:
     @classmethod
     def parse(cls, text: str) -> LookaheadConfig:
         """``level=allocation/every=4/resize=0.5:2/policies=srtf+pack:drf+pack/horizon_s=none``
-        (lists joined by ``:``; empty text: the defaults)."""
+        (lists joined by ``:``; empty text: the defaults). After ``policies=``,
+        a ``key=value`` whose key is not a lookahead setting belongs to the
+        policy before it (``policies=optimus+pack:optimus-tuned+migrate/f=0``)."""
         kw: dict[str, Any] = {}
-        names = {f.name: f for f in dataclasses.fields(cls)}
-        for part in filter(None, text.split("/")):
+        names = {f.name for f in dataclasses.fields(cls)}
+        for part in cls.parts(text):
             key, eq, val = part.partition("=")
             if not eq or key not in names:
                 raise ValueError(f"lookahead setting {part!r}: expected key=value with a key among {sorted(names)}")
             kw[key] = _value(key, val)
         return cls(**kw)
+
+    @classmethod
+    def parts(cls, text: str) -> list[str]:
+        """The ``key=value`` settings of ``text``, a policy's own settings
+        kept with it (``parse``)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        out: list[str] = []
+        for part in filter(None, text.split("/")):
+            key, eq, _ = part.partition("=")
+            if eq and key not in names and out and out[-1].startswith("policies="):
+                out[-1] += "/" + part  # a policy's own settings: policies=optimus-tuned+migrate/f=0
+            else:
+                out.append(part)
+        return out
 
     def text(self) -> str:
         """The settings that differ from the defaults, as ``parse`` reads them."""

@@ -66,7 +66,7 @@ def lookahead_policy(level: str, *settings: str) -> str:
 
     kv: dict[str, str] = {}
     for text in settings:
-        for p in filter(None, text.split("/")):
+        for p in LookaheadConfig.parts(text):
             key, _, val = p.partition("=")
             kv[key] = val
     kv["level"] = level
