@@ -234,7 +234,9 @@ def evaluate(
         info.update({r: information(make_scheduler(r, checkpoint=str(cks[r]) if r in cks else None))
                      for r in RIVALS})
     if la_label:
-        info[la_label] = "sampled futures" if la_cfg.futures else "future"
+        from hrlsched.agent.lookahead import LookaheadScheduler
+
+        info[la_label] = information(LookaheadScheduler(la_cfg))
     info.update({lb: "exact predicted work" for lb, v in info.items() if v == "predicted work" and exact})
     rows = [_row(label, kinds[label], jct[label], jct[AGENT], info.get(label, ""), label == best,
                  unfinished.get(label, 0))

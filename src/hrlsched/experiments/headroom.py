@@ -185,16 +185,6 @@ def headroom(
     return rows
 
 
-def _point_gains(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float]]:
-    """(point, alternative's kind, its gain over the base decision in hours of
-    the episode's average JCT) for each alternative tried at each evaluated
-    point of a lookahead run's record (none for a record made before points
-    were kept)."""
-    n = max(int(rec.get("jobs_total") or 0), 1)
-    return [(pt, str(kind), (pt["base"] - float(v)) / n / 3600.0)
-            for pt in (rec.get("lookahead") or {}).get("records", []) for kind, v in pt["alternatives"]]
-
-
 def _write_points(path: Path, runs: list[tuple[str, str, str, int, dict[str, Any]]]) -> None:
     """``points.csv``: one row per alternative tried at a point evaluated."""
     from hrlsched.agent.selector import POINT_FEATURES
@@ -204,7 +194,7 @@ def _write_points(path: Path, runs: list[tuple[str, str, str, int, dict[str, Any
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["case", "level", "seed", "time_s", "active_jobs", *POINT_FEATURES, "alternative", "gain_h"])
     for case, level, _, seed, rec in runs:
-        for pt, kind, g in _point_gains(rec):
+        for pt, kind, g, _ in _point_gains(rec):
             w.writerow([case, level, seed, f"{pt['time_s']:.0f}", pt["jobs"], *(f"{x:.6g}" for x in pt["features"]),
                         kind, f"{g:.6g}"])
     write_text(path, buf.getvalue())
@@ -295,7 +285,7 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
 
     by: dict[str, list[tuple[list[float], float, int, list[float] | None]]] = {}
     for i, rec in enumerate(recs):
-        for pt, kind, g, job in _point_gains_read(rec):
+        for pt, kind, g, job in _point_gains(rec):
             by.setdefault(kind, []).append((pt["features"], g, i, job))
     out: dict[str, dict[str, Any]] = {}
     for kind, xs in by.items():
@@ -315,9 +305,12 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _point_gains_read(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float, list[float] | None]]:
-    """``_point_gains`` with, for an alternative that forced one job's slot,
-    what the agent's scorer reads of that job's choice (``lookahead``'s
+def _point_gains(rec: dict[str, Any]) -> list[tuple[dict[str, Any], str, float, list[float] | None]]:
+    """(point, alternative's kind, its gain over the base decision in hours of
+    the episode's average JCT, what the agent's scorer read of its job) for
+    each alternative tried at each evaluated point of a lookahead run's
+    record (none for a record made before points were kept). What it read,
+    for an alternative that forced one job's slot (``lookahead``'s
     ``jobs_read``): the cluster row, the rules' slot's candidate row and the
     forced slot's less it; None otherwise (and for records made before)."""
     out = []

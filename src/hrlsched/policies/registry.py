@@ -47,20 +47,21 @@ WITH_SETTINGS = {"lookahead"}
 _resolved: dict[str, Callable[..., Scheduler]] = {}
 
 
-def _rules_with(spec: str, settings: str, place: str) -> Scheduler:
-    """``optimus-tuned[+P]/OPTIONS``: the rules with the shipped hint's
-    options changed by ``OPTIONS`` (``HintConfig`` text, e.g. ``f=0``: no
-    keep threshold), named ``spec``."""
+def _rules(spec: str, settings: str, place: str) -> Scheduler:
+    """``optimus-tuned+P[/OPTIONS]``: the rules placed by ``P``, with the
+    shipped hint's options changed by ``OPTIONS`` where given (``HintConfig``
+    text, e.g. ``f=0``: no keep threshold; named ``spec`` then)."""
     from hrlsched.policies.hint import SHIPPED, HintConfig
 
     if place not in PLACEMENTS:
         raise ValueError(f"policy {spec!r}: unknown placement {place!r}; expected one of {sorted(PLACEMENTS)}")
     try:
-        hint = HintConfig.parse(settings.replace("/", ","), base=SHIPPED)
+        hint = HintConfig.parse(settings.replace("/", ","), base=SHIPPED) if settings else SHIPPED
     except ValueError as e:
         raise ValueError(f"policy {spec!r}: its hint options: {e}") from None
     sched = _resolve("optimus-tuned")(hint=hint, placement=place)
-    sched.name = spec
+    if settings:  # else its own name, rules_name(place)
+        sched.name = spec
     return sched  # type: ignore[no-any-return]
 
 
@@ -69,21 +70,17 @@ def make_scheduler(spec: str, checkpoint: str | None = None) -> Scheduler:
     settings for those that take them (``lookahead/level=allocation``);
     ``checkpoint``: the weights of a learned scheduler (``hrl``, ``dl2``, ``harmony``)."""
     head, slash, settings = spec.strip().partition("/")
-    rules, _, rules_place = head.partition("+")
-    if slash and rules == "optimus-tuned":  # the rules with other hint options: optimus-tuned+migrate/f=0
-        return _rules_with(spec.strip(), settings, rules_place or "pack")
-    if slash:
+    name, _, place = head.partition("+")
+    if slash and name != "optimus-tuned":
         if head not in WITH_SETTINGS:
-            raise ValueError(f"policy {spec!r}: {head!r} takes no settings after '/' (only {sorted(WITH_SETTINGS)} do)")
+            raise ValueError(f"policy {spec!r}: {head!r} takes no settings after '/' (only {sorted(WITH_SETTINGS)} "
+                             "and optimus-tuned do)")
         return SCHEDULERS[head].factory(settings)  # type: ignore[call-arg,return-value]
-    name, _, place = spec.strip().partition("+")
     if checkpoint is not None and name not in LEARNED:
         raise ValueError(f"checkpoint {checkpoint!r}: policy {spec!r} takes no checkpoint "
                          f"(only {sorted(LEARNED)} do)")
-    if name == "optimus-tuned" and place:  # the rules with another placement (``optimus-tuned+migrate``)
-        if place not in PLACEMENTS:
-            raise ValueError(f"policy {spec!r}: unknown placement {place!r}; expected one of {sorted(PLACEMENTS)}")
-        return _resolve(name)(placement=place)  # type: ignore[no-any-return]
+    if name == "optimus-tuned" and (place or slash):  # optimus-tuned+migrate, optimus-tuned+migrate/f=0
+        return _rules(spec.strip(), settings, place or "pack")
     if name in SCHEDULERS and not place:
         if name in LEARNED:
             return SCHEDULERS[name].factory(checkpoint)  # type: ignore[call-arg,return-value]
