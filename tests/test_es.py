@@ -268,3 +268,27 @@ def test_recent_is_the_selectors_memory_of_its_own_choices() -> None:
     assert [sel.choose(view, own) for _ in range(6)] == [0, -1, 0, -1, 0, -1]
     sel.reset(b.topology)
     assert sel.recent == 0.0 and sel.choose(view, own) == 0
+
+
+def test_a_run_from_learned_weights_measures_them_first_and_best_must_beat_them(tmp_path: Path) -> None:
+    """Iteration 0 of the curve is the starting checkpoint on the held-back
+    seeds; best.pt starts as it (its weights, its gain) and is replaced only
+    by an iteration that beats it."""
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.es import learned_parts
+    from hrlsched.agent.policy import SHIPPED
+
+    start = learned_parts(ckpt.load(shipped_checkpoint(SHIPPED)))["selector"]
+    assert start is not None and np.any(start)  # the shipped agent carries a selector
+    st = train(cfg(learn=("selector",), iterations=1, placement="migrate"), tmp_path / "a")
+    first, last = st.curve[0], st.curve[-1]
+    assert first["iteration"] == 0 and first["train_gain_pct"] is None and first["held_back_gain_pct"] is not None
+    assert [r["iteration"] for r in st.curve] == [0, 1]
+    best = ckpt.load(tmp_path / "a" / "best.pt")
+    assert st.best_gain == max(first["held_back_gain_pct"], last["held_back_gain_pct"])
+    assert best["iteration"] == (1 if last["held_back_gain_pct"] > first["held_back_gain_pct"] else 0)
+    if best["iteration"] == 0:  # the start stands: its own weights
+        np.testing.assert_allclose(np.ravel(learned_parts(best)["selector"]), np.ravel(start), rtol=0, atol=1e-6)
+    assert (tmp_path / "a" / "curve.csv").read_text().splitlines()[1].startswith("0,0,")
+    assert (tmp_path / "a" / "curve.png").is_file()

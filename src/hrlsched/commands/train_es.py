@@ -52,6 +52,9 @@ def register(app: typer.Typer) -> None:
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
                     f", held-back gain {r['held_back_gain_pct']:+.2f}% ± {r['held_back_gain_ci95']:.2f}"
+                if r["iteration"] == 0:  # the starting weights, measured before any update
+                    print(f"iteration 0 (the start): {r['wall_s']:.0f} s{held}", flush=True)
+                    return
                 print(f"iteration {r['iteration']}: {r['wall_s']:.0f} s, {r['episodes']} episodes, "
                       f"{r['steps_per_s']:.0f} agent choices (environment steps) per s, train gain "
                       f"{r['train_gain_pct']:+.2f}%{held}", flush=True)
@@ -63,5 +66,5 @@ def register(app: typer.Typer) -> None:
         except KeyboardInterrupt:
             print(f"interrupted: the last finished iteration is kept in {out}/state.pt (--resume continues)")
             raise typer.Exit(130) from None
-        print(f"best held-back gain {state.best_gain:+.2f}% ({out}/best.pt{'' if state.best_gain > 0 else ': none above the rules, not written'}); "
+        print(f"best held-back gain {state.best_gain:+.2f}% ({out}/best.pt{'' if (Path(out) / 'best.pt').is_file() else ': none above the rules, not written'}); "
               f"curve in {out}/curve.csv")
