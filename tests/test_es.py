@@ -292,3 +292,30 @@ def test_a_run_from_learned_weights_measures_them_first_and_best_must_beat_them(
         np.testing.assert_allclose(np.ravel(learned_parts(best)["selector"]), np.ravel(start), rtol=0, atol=1e-6)
     assert (tmp_path / "a" / "curve.csv").read_text().splitlines()[1].startswith("0,0,")
     assert (tmp_path / "a" / "curve.png").is_file()
+
+
+def test_rank_fitness_counts_each_workload_alike_and_ties_share_their_rank() -> None:
+    from hrlsched.agent.es import case_gains, fitness
+
+    # three samples on two workloads: large noisy gains on the first, a small steady one on the second
+    gains = np.array([[3.0, -0.1], [2.9, 0.0], [-1.0, 0.0]])
+    np.testing.assert_allclose(fitness(gains, "mean"), [1.45, 1.45, -0.5])
+    # ranks: sample 0 best on the first (1.0) but worst on the second (0.0); samples 1 and 2 tie there (0.75 each)
+    np.testing.assert_allclose(fitness(gains, "ranks"), [0.5, (0.5 + 0.75) / 2, (0.0 + 0.75) / 2])
+    # the shape of the pairs is kept: (pairs, +/-, workloads) -> (pairs, +/-)
+    assert fitness(np.zeros((4, 2, 3)), "ranks").shape == (4, 2)
+    assert case_gains(["a", "b", "a"], np.array([1.0, -2.0, 3.0])) == {"a": 2.0, "b": -2.0}
+    with pytest.raises(ValueError, match="fitness"):
+        cfg(fitness="median")
+    with pytest.raises(ValueError, match="select"):
+        cfg(select="best")
+
+
+def test_worst_case_selection_records_each_case_on_the_held_back_seeds(tmp_path: Path) -> None:
+    cases = ("default@" + ",".join(SETS), "default@workload.jobs=5,workload.duration_h=0.3")
+    st = train(cfg(overrides=(), cases=cases, select="worst-case", held_back=(100, 101), iterations=1), tmp_path / "a")
+    row = st.curve[-1]
+    assert set(row["held_back_by_case"]) == set(cases)
+    assert row["held_back_worst_case_pct"] == min(row["held_back_by_case"].values())
+    assert row["held_back_gain_pct"] == pytest.approx(np.mean(list(row["held_back_by_case"].values())))
+    assert "held_back_worst_case" in (tmp_path / "a" / "curve.csv").read_text().splitlines()[0]

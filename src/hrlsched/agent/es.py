@@ -65,6 +65,8 @@ from hrlsched.agent.residual import RESIDUAL_FEATURES, with_residual
 from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES, with_selector
 
 TRAIN_SEED0 = 1000
+FITNESS = ("mean", "ranks")
+SELECT = ("mean", "worst-case")
 HELD_BACK = tuple(range(100, 120))
 CEM_SMOOTH = 0.7  # the share of the elite's mean and spread taken each iteration
 LAYER = "cand.2.weight"  # the free scorer's last layer: zeroed, so that the agent is its rules plus the residual
@@ -93,6 +95,13 @@ class ESConfig:
     learn: tuple[str, ...] = ("residual",)  # the parts learned (PARTS), in theta's order
     cases: tuple[str, ...] = ()  # several training cases, SCENARIO[@key=value,...], instead of scenario+overrides
     placement: str | None = None  # the placement of the agent's rules (None: the starting checkpoint's)
+    # how a sample is scored on the iteration's workloads: "mean", its mean gain over the rules (%); "ranks",
+    # its mean rank among the samples workload by workload, so that a workload where gains are small but
+    # steady (a trace replayed exactly) counts as much as one where they are large and noisy
+    fitness: str = "mean"
+    # which held-back evaluation becomes best.pt: "mean", the highest mean gain; "worst-case", the highest
+    # gain of its worst case (each case's mean over the held-back seeds), ties by the mean
+    select: str = "mean"
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -104,6 +113,10 @@ class ESConfig:
             raise ValueError("es held_back: evaluation seeds 0-99 are never used in training")
         if not self.held_back:
             raise ValueError("es held_back: expected at least one seed")
+        if self.fitness not in FITNESS:
+            raise ValueError(f"es fitness: expected one of {list(FITNESS)}, got {self.fitness!r}")
+        if self.select not in SELECT:
+            raise ValueError(f"es select: expected one of {list(SELECT)}, got {self.select!r}")
         if self.method not in ("es", "cem"):
             raise ValueError(f"es method: expected 'es' or 'cem', got {self.method!r}")
         if not self.learn or len(set(self.learn)) != len(self.learn) or any(p not in PARTS for p in self.learn):
@@ -215,6 +228,7 @@ class ESState:
     iteration: int = 0
     elapsed_s: float = 0.0
     best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0 and no file: the rules themselves)
+    best_score: tuple[float, float] = (0.0, 0.0)  # best.pt's score by ``select`` (worst case or mean, then mean)
     rules_held: dict[str, float] = field(default_factory=dict)  # the rules' JCT per held-back "case|seed"
     curve: list[dict[str, Any]] = field(default_factory=list)
 
@@ -228,6 +242,32 @@ def _ranks(x: np.ndarray) -> np.ndarray:
 
 def _gain(rules: np.ndarray, jct: np.ndarray) -> np.ndarray:
     return 100.0 * (rules - jct) / rules
+
+
+def _tied_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks of ``x`` (1-d) scaled to [0, 1], tied values sharing their mean rank."""
+    order = np.argsort(x, kind="stable")
+    r = np.empty(x.size)
+    r[order] = np.arange(x.size, dtype=float)
+    _, inv = np.unique(x, return_inverse=True)
+    r = np.bincount(inv, r)[inv] / np.bincount(inv)[inv]
+    return r / max(x.size - 1, 1)
+
+
+def fitness(gains: np.ndarray, how: str = "mean") -> np.ndarray:
+    """Each sample's score from its gains (%), shape (..., workloads):
+    the mean gain, or (``ranks``) the mean over the workloads of its rank
+    among all samples on that workload."""
+    if how == "mean":
+        return gains.mean(axis=-1)
+    flat = gains.reshape(-1, gains.shape[-1])
+    ranks = np.stack([_tied_ranks(flat[:, w]) for w in range(flat.shape[1])], axis=1)
+    return ranks.mean(axis=1).reshape(gains.shape[:-1])
+
+
+def case_gains(cases: list[str], gains: np.ndarray) -> dict[str, float]:
+    """The mean gain of each case over its held-back workloads."""
+    return {c: float(np.mean([g for k, g in zip(cases, gains) if k == c])) for c in dict.fromkeys(cases)}
 
 
 def train(cfg: ESConfig, out: str | Path, resume: bool = False,
@@ -286,10 +326,17 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
 
             held = run([(c, s, state.theta.astype(np.float32)) for c, s in held_back])
             rh = np.array([state.rules_held[f"{c}|{s}"] for c, s in held_back])
-            mean, half = interval(list(_gain(rh, held)))
+            g = _gain(rh, held)
+            mean, half = interval(list(g))
+            by_case = case_gains([c for c, _ in held_back], g)
+            worst = min(by_case, key=by_case.__getitem__)
             row["held_back_gain_pct"], row["held_back_gain_ci95"] = mean, half
-            if k == 0 or mean > state.best_gain:  # iteration 0: the start, the bar the run must beat
-                state.best_gain = mean
+            row["held_back_worst_case"], row["held_back_worst_case_pct"] = worst, by_case[worst]
+            row["held_back_by_case"] = by_case
+            score = (by_case[worst], mean) if cfg.select == "worst-case" else (mean, mean)
+            # iteration 0: the start, the bar the run must beat; from the rules, best.pt must beat them
+            if k == 0 or score > tuple(state.best_score):
+                state.best_gain, state.best_score = mean, score
                 _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean, init)
 
         def record(row: dict[str, Any]) -> None:
@@ -326,7 +373,8 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                     jobs += [(c, s, (state.theta + sign * scale * e).astype(np.float32)) for c, s in seeds]
             jct = run(jobs)
             rules, rest = jct[: len(seeds)], jct[len(seeds):].reshape(cfg.pairs, 2, len(seeds))
-            fit = _gain(rules, rest).mean(axis=2)  # (pairs, +/-): gain over the rules in %
+            gains = _gain(rules, rest)  # (pairs, +/-, workloads): gain over the rules in %
+            fit = fitness(gains, cfg.fitness)  # (pairs, +/-)
             k = it + 1
             if cfg.method == "cem":
                 # the elite quarter's mean and spread, smoothed: plateaus and cliffs need no gradient
@@ -348,8 +396,9 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
                 step = cfg.lr * (state.m / (1 - b1**k)) / (np.sqrt(state.v / (1 - b2**k)) + 1e-8)
                 state.theta = state.theta + step
             state.iteration = k
-            row: dict[str, Any] = {"iteration": k, "train_gain_pct": float(fit.mean()),
-                                   "pair_spread_pct": float(np.abs(fit[:, 0] - fit[:, 1]).mean()),
+            mean_gain = gains.mean(axis=2)
+            row: dict[str, Any] = {"iteration": k, "train_gain_pct": float(mean_gain.mean()),
+                                   "pair_spread_pct": float(np.abs(mean_gain[:, 0] - mean_gain[:, 1]).mean()),
                                    "theta_norm": float(np.linalg.norm(state.theta)), "held_back_gain_pct": None,
                                    "held_back_gain_ci95": None}
             if k % cfg.eval_every == 0 or k == cfg.iterations:
@@ -432,6 +481,7 @@ def _load_state(path: Path, cfg_text: str) -> ESState:
     for k in ("kind", "config_text", "format"):
         d.pop(k, None)
     d["rules_held"] = {str(k): float(v) for k, v in d["rules_held"].items()}
+    d["best_score"] = tuple(d.get("best_score", (d["best_gain"], d["best_gain"])))  # a state saved before it
     return ESState(**d)
 
 
@@ -439,7 +489,7 @@ def _write_curve(path: Path, curve: list[dict[str, Any]]) -> None:
     from hrlsched.io import write_text
 
     cols = ["iteration", "episodes", "wall_s", "steps_per_s", "train_gain_pct", "pair_spread_pct", "theta_norm",
-            "held_back_gain_pct", "held_back_gain_ci95"]
+            "held_back_gain_pct", "held_back_gain_ci95", "held_back_worst_case", "held_back_worst_case_pct"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)

@@ -32,6 +32,10 @@ def register(app: typer.Typer) -> None:
                                                           "SCENARIO[@key=value,...] (repeatable; instead of --scenario/--set)")] = None,
         placement: Annotated[Optional[str], typer.Option(help="the placement of the agent's rules, e.g. migrate "  # noqa: UP045
                                                          "(default: the starting checkpoint's)")] = None,
+        fitness: Annotated[str, typer.Option(help="a sample's score on the iteration's workloads: mean (its mean gain "
+                                             "over the rules) or ranks (its mean rank, workload by workload)")] = "mean",
+        select: Annotated[str, typer.Option(help="which held-back evaluation becomes best.pt: mean (the highest mean "
+                                            "gain) or worst-case (the highest gain of its worst case)")] = "mean",
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
@@ -47,11 +51,12 @@ def register(app: typer.Typer) -> None:
                            iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
                            eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers,
                            method=method, learn=tuple(x.strip() for x in learn.split(",") if x.strip()),
-                           cases=tuple(case or []), placement=placement)
+                           cases=tuple(case or []), placement=placement, fitness=fitness, select=select)
 
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
-                    f", held-back gain {r['held_back_gain_pct']:+.2f}% ± {r['held_back_gain_ci95']:.2f}"
+                    f", held-back gain {r['held_back_gain_pct']:+.2f}% ± {r['held_back_gain_ci95']:.2f}" \
+                    f" (worst case {r['held_back_worst_case']} {r['held_back_worst_case_pct']:+.2f}%)"
                 if r["iteration"] == 0:  # the starting weights, measured before any update
                     print(f"iteration 0 (the start): {r['wall_s']:.0f} s{held}", flush=True)
                     return
