@@ -295,7 +295,7 @@ def test_a_run_from_learned_weights_measures_them_first_and_best_must_beat_them(
 
 
 def test_rank_fitness_counts_each_workload_alike_and_ties_share_their_rank() -> None:
-    from hrlsched.agent.es import case_gains, fitness
+    from hrlsched.agent.es import case_gains, fitness, worst_loss
 
     # three samples on two workloads: large noisy gains on the first, a small steady one on the second
     gains = np.array([[3.0, -0.1], [2.9, 0.0], [-1.0, 0.0]])
@@ -304,7 +304,11 @@ def test_rank_fitness_counts_each_workload_alike_and_ties_share_their_rank() -> 
     np.testing.assert_allclose(fitness(gains, "ranks"), [0.5, (0.5 + 0.75) / 2, (0.0 + 0.75) / 2])
     # the shape of the pairs is kept: (pairs, +/-, workloads) -> (pairs, +/-)
     assert fitness(np.zeros((4, 2, 3)), "ranks").shape == (4, 2)
-    assert case_gains(["a", "b", "a"], np.array([1.0, -2.0, 3.0])) == {"a": 2.0, "b": -2.0}
+    by_case = case_gains(["a", "b", "a", "b", "c", "c"], np.array([1.0, -2.0, 3.0, -2.0, -1.0, 1.2]))
+    assert by_case["a"][0] == 2.0 and by_case["a"][1] > 1.0
+    assert by_case["b"] == (-2.0, 0.0)  # a trace replayed: one gain, an interval of no width
+    # b loses beyond its interval by 2; c's mean is below 0 but within its interval
+    assert worst_loss(by_case) == -2.0 and worst_loss({"c": by_case["c"]}) == 0.0
     with pytest.raises(ValueError, match="fitness"):
         cfg(fitness="median")
     with pytest.raises(ValueError, match="select"):
@@ -317,5 +321,12 @@ def test_worst_case_selection_records_each_case_on_the_held_back_seeds(tmp_path:
     row = st.curve[-1]
     assert set(row["held_back_by_case"]) == set(cases)
     assert row["held_back_worst_case_pct"] == min(row["held_back_by_case"].values())
+    assert row["held_back_worst_loss_pct"] <= 0.0
+    if row["held_back_worst_case_pct"] >= 0:
+        assert row["held_back_worst_loss_pct"] == 0.0
+    # from the rules (no learned start): best.pt only where the score beats the rules' (0, 0)
+    score = (row["held_back_worst_loss_pct"], row["held_back_gain_pct"])
+    assert tuple(st.best_score) == (score if score > (0.0, 0.0) else (0.0, 0.0))
+    assert (tmp_path / "a" / "best.pt").is_file() == (score > (0.0, 0.0))
     assert row["held_back_gain_pct"] == pytest.approx(np.mean(list(row["held_back_by_case"].values())))
     assert "held_back_worst_case" in (tmp_path / "a" / "curve.csv").read_text().splitlines()[0]

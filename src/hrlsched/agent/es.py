@@ -99,8 +99,9 @@ class ESConfig:
     # its mean rank among the samples workload by workload, so that a workload where gains are small but
     # steady (a trace replayed exactly) counts as much as one where they are large and noisy
     fitness: str = "mean"
-    # which held-back evaluation becomes best.pt: "mean", the highest mean gain; "worst-case", the highest
-    # gain of its worst case (each case's mean over the held-back seeds), ties by the mean
+    # which held-back evaluation becomes best.pt: "mean", the highest mean gain; "worst-case", the least loss
+    # beyond the 95% interval of its worst case (each case's gains over the held-back seeds; 0 where no case
+    # loses beyond its interval, as "learning never hurts" reads), ties by the mean
     select: str = "mean"
 
     def __post_init__(self) -> None:
@@ -228,7 +229,7 @@ class ESState:
     iteration: int = 0
     elapsed_s: float = 0.0
     best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0 and no file: the rules themselves)
-    best_score: tuple[float, float] = (0.0, 0.0)  # best.pt's score by ``select`` (worst case or mean, then mean)
+    best_score: tuple[float, float] = (0.0, 0.0)  # best.pt's score by ``select`` (worst loss or mean, then mean)
     rules_held: dict[str, float] = field(default_factory=dict)  # the rules' JCT per held-back "case|seed"
     curve: list[dict[str, Any]] = field(default_factory=list)
 
@@ -265,9 +266,21 @@ def fitness(gains: np.ndarray, how: str = "mean") -> np.ndarray:
     return ranks.mean(axis=1).reshape(gains.shape[:-1])
 
 
-def case_gains(cases: list[str], gains: np.ndarray) -> dict[str, float]:
-    """The mean gain of each case over its held-back workloads."""
-    return {c: float(np.mean([g for k, g in zip(cases, gains) if k == c])) for c in dict.fromkeys(cases)}
+def case_gains(cases: list[str], gains: np.ndarray) -> dict[str, tuple[float, float]]:
+    """Each case's mean gain over its held-back workloads and the half-width
+    of its 95% interval (0 where they all gain alike: a trace replayed)."""
+    from hrlsched.stats import interval
+
+    out = {}
+    for c in dict.fromkeys(cases):
+        mean, half = interval([float(g) for k, g in zip(cases, gains) if k == c])
+        out[c] = (mean, 0.0 if np.isnan(half) else half)
+    return out
+
+
+def worst_loss(by_case: dict[str, tuple[float, float]]) -> float:
+    """How far the worst case loses beyond its 95% interval (<= 0; 0: none does)."""
+    return min(min(0.0, m + h) for m, h in by_case.values())
 
 
 def train(cfg: ESConfig, out: str | Path, resume: bool = False,
@@ -329,11 +342,12 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             g = _gain(rh, held)
             mean, half = interval(list(g))
             by_case = case_gains([c for c, _ in held_back], g)
-            worst = min(by_case, key=by_case.__getitem__)
+            worst = min(by_case, key=lambda c: by_case[c][0])
             row["held_back_gain_pct"], row["held_back_gain_ci95"] = mean, half
-            row["held_back_worst_case"], row["held_back_worst_case_pct"] = worst, by_case[worst]
-            row["held_back_by_case"] = by_case
-            score = (by_case[worst], mean) if cfg.select == "worst-case" else (mean, mean)
+            row["held_back_worst_case"], row["held_back_worst_case_pct"] = worst, by_case[worst][0]
+            row["held_back_by_case"] = {c: m for c, (m, _) in by_case.items()}
+            row["held_back_worst_loss_pct"] = worst_loss(by_case)
+            score = (row["held_back_worst_loss_pct"], mean) if cfg.select == "worst-case" else (mean, mean)
             # iteration 0: the start, the bar the run must beat; from the rules, best.pt must beat them
             if k == 0 or score > tuple(state.best_score):
                 state.best_gain, state.best_score = mean, score
@@ -489,7 +503,8 @@ def _write_curve(path: Path, curve: list[dict[str, Any]]) -> None:
     from hrlsched.io import write_text
 
     cols = ["iteration", "episodes", "wall_s", "steps_per_s", "train_gain_pct", "pair_spread_pct", "theta_norm",
-            "held_back_gain_pct", "held_back_gain_ci95", "held_back_worst_case", "held_back_worst_case_pct"]
+            "held_back_gain_pct", "held_back_gain_ci95", "held_back_worst_case", "held_back_worst_case_pct",
+            "held_back_worst_loss_pct"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(cols)
