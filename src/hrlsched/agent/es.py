@@ -229,7 +229,7 @@ class ESState:
     iteration: int = 0
     elapsed_s: float = 0.0
     best_gain: float = 0.0  # held-back gain over the rules (%) of best.pt (0 and no file: the rules themselves)
-    best_score: tuple[float, float] = (0.0, 0.0)  # best.pt's score by ``select`` (worst loss or mean, then mean)
+    best_worst_loss: float = 0.0  # how far best.pt's worst held-back case loses beyond its interval (<= 0)
     rules_held: dict[str, float] = field(default_factory=dict)  # the rules' JCT per held-back "case|seed"
     curve: list[dict[str, Any]] = field(default_factory=list)
 
@@ -281,6 +281,11 @@ def case_gains(cases: list[str], gains: np.ndarray) -> dict[str, tuple[float, fl
 def worst_loss(by_case: dict[str, tuple[float, float]]) -> float:
     """How far the worst case loses beyond its 95% interval (<= 0; 0: none does)."""
     return min(min(0.0, m + h) for m, h in by_case.values())
+
+
+def _score(select: str, loss: float, mean: float) -> tuple[float, ...]:
+    """What ``select`` ranks held-back evaluations by (the higher, the better)."""
+    return (loss, mean) if select == "worst-case" else (mean,)
 
 
 def train(cfg: ESConfig, out: str | Path, resume: bool = False,
@@ -347,10 +352,10 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             row["held_back_worst_case"], row["held_back_worst_case_pct"] = worst, by_case[worst][0]
             row["held_back_by_case"] = {c: m for c, (m, _) in by_case.items()}
             row["held_back_worst_loss_pct"] = worst_loss(by_case)
-            score = (row["held_back_worst_loss_pct"], mean) if cfg.select == "worst-case" else (mean, mean)
+            loss = row["held_back_worst_loss_pct"]
             # iteration 0: the start, the bar the run must beat; from the rules, best.pt must beat them
-            if k == 0 or score > tuple(state.best_score):
-                state.best_gain, state.best_score = mean, score
+            if k == 0 or _score(cfg.select, loss, mean) > _score(cfg.select, state.best_worst_loss, state.best_gain):
+                state.best_gain, state.best_worst_loss = mean, loss
                 _save_agent(base_ck, state.theta, out / "best.pt", cfg, k, mean, init)
 
         def record(row: dict[str, Any]) -> None:
@@ -495,7 +500,6 @@ def _load_state(path: Path, cfg_text: str) -> ESState:
     for k in ("kind", "config_text", "format"):
         d.pop(k, None)
     d["rules_held"] = {str(k): float(v) for k, v in d["rules_held"].items()}
-    d["best_score"] = tuple(d.get("best_score", (d["best_gain"], d["best_gain"])))  # a state saved before it
     return ESState(**d)
 
 

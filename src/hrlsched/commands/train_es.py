@@ -35,7 +35,8 @@ def register(app: typer.Typer) -> None:
         fitness: Annotated[str, typer.Option(help="a sample's score on the iteration's workloads: mean (its mean gain "
                                              "over the rules) or ranks (its mean rank, workload by workload)")] = "mean",
         select: Annotated[str, typer.Option(help="which held-back evaluation becomes best.pt: mean (the highest mean "
-                                            "gain) or worst-case (the highest gain of its worst case)")] = "mean",
+                                            "gain) or worst-case (the case that loses most beyond its 95% interval "
+                                            "loses least; ties by the mean)")] = "mean",
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
