@@ -247,6 +247,34 @@ def test_the_point_features_read_the_agents_own_decision() -> None:
     assert f[idle] == 1.0 and f[moves] == pytest.approx(float(np.mean(view.running)))
 
 
+def test_arrived_is_the_demand_that_arrived_within_the_window() -> None:
+    """``arrived``: the GPUs requested by the active jobs that arrived within
+    ``ARRIVED_WINDOW_S`` of the point, over the cluster's, capped at 1; a job
+    exactly at the window's edge counts, one just before it does not."""
+    import dataclasses
+
+    from hrlsched.agent.selector import ARRIVED_WINDOW_S, SELECTOR_FEATURES, point_features
+    from hrlsched.config import resolve_run_config
+    from hrlsched.contract import Decision
+    from hrlsched.scenario import build_scenario
+    from hrlsched.sim.engine import Simulation
+
+    b = build_scenario(resolve_run_config("default", "hrl", 101, list(SETS)).scenario, 101)
+    sim = Simulation(b.topology, b.jobs, b.perf, b.engine, predictor=b.predictor)
+    view = sim.reset(101)
+    assert view is not None and len(view.jobs) >= 1
+    i = SELECTOR_FEATURES.index("arrived")
+    gpus = view.gpu_tasks.size
+    t = 5 * ARRIVED_WINDOW_S
+    jobs = [dataclasses.replace(j, arrival_s=t - ARRIVED_WINDOW_S - 1.0) for j in view.jobs]
+    assert point_features(dataclasses.replace(view, time_s=t, jobs=jobs), Decision())[i] == 0.0
+    jobs[0] = dataclasses.replace(jobs[0], arrival_s=t - ARRIVED_WINDOW_S)
+    f = point_features(dataclasses.replace(view, time_s=t, jobs=jobs), Decision())
+    assert f[i] == pytest.approx(min(1.0, jobs[0].requested_gpus / gpus)) and f[i] > 0
+    big = [dataclasses.replace(j, arrival_s=t, requested_gpus=2 * gpus) for j in view.jobs]
+    assert point_features(dataclasses.replace(view, time_s=t, jobs=big), Decision())[i] == 1.0
+
+
 def test_recent_is_the_selectors_memory_of_its_own_choices() -> None:
     """``recent`` halves at each point and gains 1 where a heuristic was
     taken: with bias 1 and recent -1.5 the selector takes a heuristic at

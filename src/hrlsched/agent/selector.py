@@ -17,7 +17,9 @@ the active jobs request over the cluster's, over 4 (capped at 1);
 ``new``: the share of the active jobs that never ran (arrivals since);
 ``idle``: the share of GPUs the agent's own decision leaves without a
 worker; ``moves``: the share of the active jobs whose placement its own
-decision changes (started, stopped or moved: each a restart).
+decision changes (started, stopped or moved: each a restart);
+``arrived``: the GPUs requested by the active jobs that arrived within the
+last hour (``ARRIVED_WINDOW_S``), over the cluster's (capped at 1).
 The last two read the agent's own decision, computed first anyway: the
 guess was that what that decision does (GPUs left idle, jobs restarted)
 tells where another heuristic's decision pays, which the first five do not;
@@ -28,6 +30,13 @@ along the lookahead's run, which has taken better decisions already,
 another heuristic's decision beats the rules' at few points
 (``docs/headroom.md``): whether one pays may depend on what was taken
 just before.
+``arrived`` is how much is still coming. Why: the rules without their keep
+threshold grow running jobs onto idle GPUs, and where jobs keep arriving
+that growth is undone (another restart) before it repays its restart: on
+``pollux-w6`` the shipped selector's slip is its taking them at two points
+in the first two hours, while its gain on ``default`` and ``comm`` comes
+mostly after the last arrival (``docs/agent.md``). An hour is tens of
+rounds, about what a grown job needs to repay a restart.
 ``optimus-tuned+migrate/f=0`` is the agent's rules (placed by ``migrate``)
 without their keep threshold: a running job grows whenever the hint's
 allocation gives it more. Why: along the rules' own run, the lookahead's
@@ -57,10 +66,11 @@ from hrlsched.errors import CheckpointError
 
 #: the heuristics it may take; the last is the agent's rules without their keep threshold (``hint.keep_frac``)
 SELECTOR_POLICIES = ("optimus+pack", "srtf+pack", "drf+pack", "optimus-tuned+migrate/f=0")
-POINT_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves")  # of the point
+POINT_FEATURES = ("bias", "free_gpus", "queued", "demand", "new", "idle", "moves", "arrived")  # of the point
 #: the point's, and ``recent``: the selector's own recent choices
 SELECTOR_FEATURES = (*POINT_FEATURES, "recent")
 RECENT_DECAY = 0.5  # ``recent`` halves at each point, and gains 1 where a heuristic was taken
+ARRIVED_WINDOW_S = 3600.0  # ``arrived`` counts the jobs that arrived this recently
 
 
 def point_features(view: ClusterView, own: Decision) -> np.ndarray:
@@ -74,9 +84,10 @@ def point_features(view: ClusterView, own: Decision) -> np.ndarray:
     used = sum(len(p.gpus) for p in own.placements.values())
     # started, stopped or moved (None != a placement)
     moves = sum(own.placements.get(j.job_id) != p for j, p in zip(view.jobs, view.placements))
+    arrived = sum(j.requested_gpus for j in view.jobs if view.time_s - j.arrival_s <= ARRIVED_WINDOW_S) / gpus
     return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
                      float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n,
-                     max(0.0, 1.0 - used / gpus), moves / n])
+                     max(0.0, 1.0 - used / gpus), moves / n, min(arrived, 1.0)])
 
 
 class Selector:

@@ -195,8 +195,10 @@ def _write_points(path: Path, runs: list[tuple[str, str, str, int, dict[str, Any
     w.writerow(["case", "level", "seed", "time_s", "active_jobs", *POINT_FEATURES, "alternative", "gain_h"])
     for case, level, _, seed, rec in runs:
         for pt, kind, g, _ in _point_gains(rec):
+            # a run kept from before a feature was added lacks it (features are only appended): blank
+            blank = [""] * (len(POINT_FEATURES) - len(pt["features"]))
             w.writerow([case, level, seed, f"{pt['time_s']:.0f}", pt["jobs"], *(f"{x:.6g}" for x in pt["features"]),
-                        kind, f"{g:.6g}"])
+                        *blank, kind, f"{g:.6g}"])
     write_text(path, buf.getvalue())
 
 
@@ -289,12 +291,14 @@ def _points_by_kind(recs: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             by.setdefault(kind, []).append((pt["features"], g, i, job))
     out: dict[str, dict[str, Any]] = {}
     for kind, xs in by.items():
-        f = np.array([x[0] for x in xs], dtype=float)
+        # runs kept from before a feature was added lack it (features are only appended): the common ones
+        n = min(len(x[0]) for x in xs)
+        f = np.array([x[0][:n] for x in xs], dtype=float)
         g = np.array([x[1] for x in xs], dtype=float)
         ep = np.array([x[2] for x in xs])
         r: dict[str, float | None] = {}
         for i, name in enumerate(POINT_FEATURES):
-            ok = f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
+            ok = i < n and f.shape[0] > 2 and f[:, i].std() > 0 and g.std() > 0
             r[name] = float(np.corrcoef(f[:, i], g)[0, 1]) if ok else None
         out[kind] = {"tried": len(xs), "better": int(np.count_nonzero(g > 0)), "mean_gain_h": float(g.mean()),
                      "r": r, **_learnable(f, g, ep, len(recs))}
