@@ -30,13 +30,13 @@ along the lookahead's run, which has taken better decisions already,
 another heuristic's decision beats the rules' at few points
 (``docs/headroom.md``): whether one pays may depend on what was taken
 just before.
-``arrived`` is how much is still coming. Why: the rules without their keep
-threshold grow running jobs onto idle GPUs, and where jobs keep arriving
-that growth is undone (another restart) before it repays its restart: on
-``pollux-w6`` the shipped selector's slip is its taking them at two points
-in the first two hours, while its gain on ``default`` and ``comm`` comes
-mostly after the last arrival (``docs/agent.md``). An hour is tens of
-rounds, about what a grown job needs to repay a restart.
+``arrived`` is how much is still coming. Why (the guess it was added on):
+the rules without their keep threshold grow running jobs onto idle GPUs,
+and where jobs keep arriving the arrivals soon want those GPUs back, before
+the growth repays its restart; step 14's selector lost on ``pollux-w6`` by
+taking them early in the trace, and gained on ``default`` and ``comm``
+mostly at points after the last arrival (``docs/agent.md``, item 10). An
+hour is tens of rounds, about what a grown job needs to repay a restart.
 ``optimus-tuned+migrate/f=0`` is the agent's rules (placed by ``migrate``)
 without their keep threshold: a running job grows whenever the hint's
 allocation gives it more. Why: along the rules' own run, the lookahead's
