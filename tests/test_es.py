@@ -64,6 +64,39 @@ def test_bad_settings_are_refused() -> None:
         cfg(cases=("comm",))  # with overrides: each case carries its own
     with pytest.raises(ValueError, match="expected SCENARIO"):
         cfg(overrides=(), cases=("comm@noequals",))
+    with pytest.raises(ValueError, match="drop"):
+        cfg(learn=("residual",), drop=("arrived",))  # no selector learned
+    with pytest.raises(ValueError, match="drop"):
+        cfg(learn=("selector",), drop=("nosuch",))
+
+
+def test_a_dropped_feature_is_held_at_zero_with_the_same_draws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``drop``: the feature's weights stay 0 through the run, and the other
+    weights move exactly as in the same run where the feature is read as 0
+    (the workers fork after the patch): the same draws, the feature alone
+    removed."""
+    from hrlsched.agent import selector
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES
+
+    c = dict(method="cem", learn=("selector",), sigma=1.0, pairs=2, iterations=2)
+    dropped = train(cfg(**c, drop=("idle",)), tmp_path / "a")
+    i = SELECTOR_FEATURES.index("idle")
+    w = dropped.theta.reshape(len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+    assert not w[:, i].any() and w.any()
+    assert "drop" in (tmp_path / "a" / "config.yaml").read_text()
+    read = selector.point_features
+
+    def zeroed(view, own):  # type: ignore[no-untyped-def]
+        f = read(view, own)
+        f[i] = 0.0
+        return f
+
+    monkeypatch.setattr(selector, "point_features", zeroed)
+    blind = train(cfg(**c), tmp_path / "b")
+    wb = blind.theta.reshape(w.shape).copy()
+    wb[:, i] = 0.0
+    np.testing.assert_array_equal(wb, w)
+    assert [r["train_gain_pct"] for r in blind.curve] == [r["train_gain_pct"] for r in dropped.curve]
 
 
 def test_placement_trains_over_the_rules_placed_so_and_saves_it(tmp_path: Path) -> None:

@@ -45,6 +45,10 @@ seen. Every iteration saves ``state.pt`` (whole, by rename) so that
 held-back gain so far, and ``curve.csv``/``curve.png`` the curve. A run
 from learned weights measures them first (iteration 0 of the curve): its
 ``best.pt`` is the start until an iteration beats it on the held-back seeds.
+
+``drop``: selector features whose weights are held at 0 (the feature is not
+read): the ablation of a feature, with the same draws as the run with it
+(the perturbations are drawn whole, then masked).
 """
 
 from __future__ import annotations
@@ -103,6 +107,7 @@ class ESConfig:
     # beyond the 95% interval of its worst case (each case's gains over the held-back seeds; 0 where no case
     # loses beyond its interval, as "learning never hurts" reads), ties by the mean
     select: str = "mean"
+    drop: tuple[str, ...] = ()  # selector features held at 0: a feature's ablation, with the same draws
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -122,6 +127,9 @@ class ESConfig:
             raise ValueError(f"es method: expected 'es' or 'cem', got {self.method!r}")
         if not self.learn or len(set(self.learn)) != len(self.learn) or any(p not in PARTS for p in self.learn):
             raise ValueError(f"es learn: expected distinct parts among {sorted(PARTS)}, got {list(self.learn)}")
+        if self.drop and ("selector" not in self.learn or any(f not in SELECTOR_FEATURES for f in self.drop)):
+            raise ValueError(f"es drop: expected features of the learned selector among {list(SELECTOR_FEATURES)}, "
+                             f"got {list(self.drop)}")
         if self.cases and self.overrides:
             raise ValueError("es cases: each case carries its overrides (SCENARIO@key=value,...); give no --set with them")
         for c in self.training_cases():
@@ -140,6 +148,15 @@ class ESConfig:
     @property
     def dim(self) -> int:
         return sum(PARTS[p] for p in self.learn)
+
+    def mask(self) -> np.ndarray:
+        """1 for each weight that learns, 0 for the weights of ``drop``."""
+        m = np.ones(self.dim)
+        if self.drop:
+            i = sum(PARTS[p] for p in self.learn[: self.learn.index("selector")])
+            sel = m[i:i + PARTS["selector"]].reshape(len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
+            sel[:, [SELECTOR_FEATURES.index(f) for f in self.drop]] = 0.0
+        return m
 
 
 def _case(text: str) -> tuple[str, tuple[str, ...]]:
@@ -309,9 +326,12 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
         scenario, overrides = _case(c)
         resolve_run_config(scenario, "hrl", 0, list(overrides))
     dim = cfg.dim
-    cfg_text = yaml.safe_dump({**asdict(cfg), "init": init, "overrides": list(cfg.overrides),
-                               "held_back": list(cfg.held_back), "learn": list(cfg.learn),
-                               "cases": list(cfg.cases)}, sort_keys=False)
+    mask = cfg.mask()
+    saved = {**asdict(cfg), "init": init, "overrides": list(cfg.overrides), "held_back": list(cfg.held_back),
+             "learn": list(cfg.learn), "cases": list(cfg.cases), "drop": list(cfg.drop)}
+    if not cfg.drop:
+        del saved["drop"]  # as runs made before it was an option (they resume)
+    cfg_text = yaml.safe_dump(saved, sort_keys=False)
     # what a resumed run must share with the saved one (more iterations, other workers: the same run)
     same = yaml.safe_dump({k: v for k, v in yaml.safe_load(cfg_text).items() if k not in ("iterations", "workers")},
                           sort_keys=False)
@@ -324,7 +344,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             raise ValueError(f"--out {out}: a training is there already; --resume continues it")
         out.mkdir(parents=True, exist_ok=True)
         write_text(out / "config.yaml", cfg_text)
-        state = ESState(_start(base_ck, tuple(cfg.learn), init), np.zeros(dim), np.zeros(dim))
+        state = ESState(_start(base_ck, tuple(cfg.learn), init) * mask, np.zeros(dim), np.zeros(dim))
     rng = np.random.default_rng([cfg.seed, 0xE5])
     for _ in range(state.iteration):  # the perturbations already drawn, drawn again (the stream resumes)
         rng.standard_normal((cfg.pairs, dim))
@@ -381,7 +401,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
             t0 = time.perf_counter()
             steps[0] = 0
             it = state.iteration
-            eps = rng.standard_normal((cfg.pairs, dim))
+            eps = rng.standard_normal((cfg.pairs, dim)) * mask  # drawn whole: the same draws as without drop
             # the iteration's workloads, common to all its samples; the cases take turns
             seeds = [(cases[(it * cfg.seeds_per_pair + j) % len(cases)], TRAIN_SEED0 + it * cfg.seeds_per_pair + j)
                      for j in range(cfg.seeds_per_pair)]

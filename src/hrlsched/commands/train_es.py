@@ -37,6 +37,9 @@ def register(app: typer.Typer) -> None:
         select: Annotated[str, typer.Option(help="which held-back evaluation becomes best.pt: mean (the highest mean "
                                             "gain) or worst-case (the case that loses most beyond its 95% interval "
                                             "loses least; ties by the mean)")] = "mean",
+        drop_feature: Annotated[Optional[list[str]], typer.Option("--drop-feature", help="a selector feature "  # noqa: UP045
+                                                                  "held at weight 0, not read: its ablation, with "
+                                                                  "the same draws (repeatable)")] = None,
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
         resume: Annotated[bool, typer.Option("--resume", help="continue the training in OUT")] = False,
     ) -> None:
@@ -52,7 +55,8 @@ def register(app: typer.Typer) -> None:
                            iterations=iterations, pairs=pairs, seeds_per_pair=seeds_per_pair, sigma=sigma, lr=lr,
                            eval_every=eval_every, held_back=tuple(parse_seeds(held_back)), seed=seed, workers=workers,
                            method=method, learn=tuple(x.strip() for x in learn.split(",") if x.strip()),
-                           cases=tuple(case or []), placement=placement, fitness=fitness, select=select)
+                           cases=tuple(case or []), placement=placement, fitness=fitness, select=select,
+                           drop=tuple(drop_feature or []))
 
             def log(r: dict) -> None:
                 held = "" if r["held_back_gain_pct"] is None else \
