@@ -37,6 +37,8 @@ the growth repays its restart; step 14's selector lost on ``pollux-w6`` by
 taking them early in the trace, and gained on ``default`` and ``comm``
 mostly at points after the last arrival (``docs/agent.md``, item 10). An
 hour is tens of rounds, about what a grown job needs to repay a restart.
+Its ablation (``train-es --drop-feature arrived``, the same draws) did as
+well on the held-back seeds: it is not what fixed that slip.
 ``optimus-tuned+migrate/f=0`` is the agent's rules (placed by ``migrate``)
 without their keep threshold: a running job grows whenever the hint's
 allocation gives it more. Why: along the rules' own run, the lookahead's
