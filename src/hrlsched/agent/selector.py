@@ -20,7 +20,7 @@ worker; ``moves``: the share of the active jobs whose placement its own
 decision changes (started, stopped or moved: each a restart);
 ``arrived``: the GPUs requested by the active jobs that arrived within the
 last hour (``ARRIVED_WINDOW_S``), over the cluster's (capped at 1).
-The last two read the agent's own decision, computed first anyway: the
+``idle`` and ``moves`` read the agent's own decision, computed first anyway: the
 guess was that what that decision does (GPUs left idle, jobs restarted)
 tells where another heuristic's decision pays, which the first five do not;
 alone they found no weights that pay (``docs/agent.md``); with ``recent``
