@@ -81,12 +81,13 @@ def point_features(view: ClusterView, own: Decision) -> np.ndarray:
     n = max(len(view.jobs), 1)
     gpus = max(view.gpu_tasks.size, 1)
     running = view.running
-    demand = sum(j.requested_gpus for j in view.jobs) / gpus
+    req = np.fromiter((j.requested_gpus for j in view.jobs), dtype=float, count=len(view.jobs))
+    demand = float(req.sum()) / gpus
     never = float(np.count_nonzero((view.running_s <= 0) & ~running)) if len(view.jobs) else 0.0
     used = sum(len(p.gpus) for p in own.placements.values())
     # started, stopped or moved (None != a placement)
     moves = sum(own.placements.get(j.job_id) != p for j, p in zip(view.jobs, view.placements))
-    arrived = sum(j.requested_gpus for j in view.jobs if view.time_s - j.arrival_s <= ARRIVED_WINDOW_S) / gpus
+    arrived = float(req[view.age_s() <= ARRIVED_WINDOW_S].sum()) / gpus
     return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
                      float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n,
                      max(0.0, 1.0 - used / gpus), moves / n, min(arrived, 1.0)])
