@@ -31,9 +31,8 @@ T = [("start", time.process_time())]
 def mark(name):
     T.append((name, time.process_time()))
 import numpy; mark("numpy")
-import pydantic, yaml; mark("pydantic, yaml")
-from rich.console import Console; mark("rich")
-from hrlsched.config import dump_run_config, resolve_run_config; mark("hrlsched.config (models)")
+import yaml; mark("yaml")
+from hrlsched.config import dump_run_config, resolve_run_config; mark("hrlsched.config (settings, cluster)")
 cfg = resolve_run_config(sys.argv[1], sys.argv[2], None, [])
 from hrlsched.policies.registry import make_scheduler
 from hrlsched.scenario import build_scenario

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
-from pydantic import ValidationError
 
 from hrlsched.cluster import ClusterSpec, ServerGroupSpec, Topology, uniform_cluster
+from hrlsched.schema import SchemaError
 
 
 def test_index_arrays_follow_the_hierarchy(topo: Topology) -> None:
@@ -44,7 +44,7 @@ def test_heterogeneous_groups_and_racks() -> None:
     ],
 )
 def test_bad_spec_names_the_field(group: dict, field: str) -> None:
-    with pytest.raises(ValidationError, match=field):
+    with pytest.raises(SchemaError, match=field):
         ClusterSpec(server_groups=[group])
 
 

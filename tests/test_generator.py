@@ -272,11 +272,11 @@ def test_pollux_scenario_work_from_the_application(shared_data: Path) -> None:
     [
         ('{"kind": "trace", "format": "itp", "path": "x.csv", "window_start_s": 10, "window_end_s": 5}',
          "window_end_s: expected > window_start_s"),
-        ('{"kind": "trace", "format": "csv", "path": "x.csv"}', "workload.trace.format"),
+        ('{"kind": "trace", "format": "csv", "path": "x.csv"}', "workload.format: expected one of"),
         ('{"kind": "trace", "format": "itp", "path": "x.csv", "model_assignment": "mix"}', "needs a {model: weight} mix"),
         ('{"kind": "generated", "load": null}', "give a target load or duration_h"),
         ('{"kind": "generated", "arrivals": "replay"}', "replay_path"),
-        ('{"kind": "generated", "target_cv": 0.5}', "workload.generated.target_cv"),
+        ('{"kind": "generated", "target_cv": 0.5}', "workload.target_cv: expected a value > 1"),
     ],
 )
 def test_workload_config_errors_name_the_field(workload: str, message: str) -> None:

@@ -41,6 +41,20 @@ def test_simulate_without_plots_imports_nothing_heavy(tmp_path: Path) -> None:
     assert not [m for m in mods if m.startswith(("hrlsched.agent", "hrlsched.rivals"))]
 
 
+def test_console_script_simulate_imports_no_typer_pydantic_or_rich(tmp_path: Path) -> None:
+    """The console script's own path: settings of our own (``hrlsched.schema``), a plain summary table
+    (rich only for a progress bar on a terminal; none here)."""
+    probe = PROBE.replace("from hrlsched.cli import app", "from hrlsched.entry import main").replace(
+        "app(sys.argv[1:])", "main()")
+    env = {"HRLSCHED_CACHE_DIR": "off", "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, "-c", probe, "simulate", "--scenario", "default", "--no-plots", "--out",
+                          str(tmp_path / "run")], capture_output=True, text=True, check=True, cwd=tmp_path, env=env)
+    mods = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert "hrlsched.sim.engine" in mods and (tmp_path / "run" / "summary.json").exists()
+    assert not mods & {"typer", "pydantic", "rich"}, mods & {"typer", "pydantic", "rich"}
+    assert "avg_jct_s" in out.stdout and "wrote " in out.stderr
+
+
 def test_help_imports_no_config_and_no_numpy(tmp_path: Path) -> None:
     mods = _modules(["--help"], tmp_path)
     assert "typer" in mods

@@ -14,7 +14,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "hrlsched"
 
 #: lowest first; a package or top-level module imports only from lower ranks (and itself)
 LAYERS: list[tuple[str, ...]] = [
-    ("errors", "units", "io", "outdir", "data", "seeds", "stats"),
+    ("errors", "units", "io", "outdir", "data", "seeds", "stats", "schema"),
     ("provenance",),
     ("core",),
     ("cluster",),

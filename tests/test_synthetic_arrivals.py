@@ -42,10 +42,10 @@ def test_diurnal_and_bursty_arrive_the_same_jobs_differently() -> None:
     assert _jobs(*DAY, "workload.arrivals=diurnal", "workload.start_hour=12") != _jobs(*DAY, "workload.arrivals=diurnal")
 
 
-@pytest.mark.parametrize("bad, field", [("workload.arrivals=weekly", "workload.synthetic.arrivals"),
-                                        ("workload.diurnal_ratio=0.5", "workload.synthetic.diurnal_ratio"),
-                                        ("workload.target_cv=1", "workload.synthetic.target_cv"),
-                                        ("workload.start_hour=24", "workload.synthetic.start_hour")])
+@pytest.mark.parametrize("bad, field", [("workload.arrivals=weekly", "scenario.workload.arrivals:"),
+                                        ("workload.diurnal_ratio=0.5", "scenario.workload.diurnal_ratio:"),
+                                        ("workload.target_cv=1", "scenario.workload.target_cv:"),
+                                        ("workload.start_hour=24", "scenario.workload.start_hour:")])
 def test_bad_arrival_settings_are_named(bad: str, field: str) -> None:
     with pytest.raises(ConfigError, match=field.replace(".", r"\.")):
         resolve_run_config("default", None, 0, [bad])

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from hrlsched.config import RunConfig
 
 
-# hrlsched.config (pydantic models, and numpy through the cluster spec) is imported on first
+# hrlsched.config (the settings, and numpy through the cluster spec) is imported on first
 # use, so that `--help` and the commands that read no config do not pay for it.
 def resolve_run_config(*args: Any, **kwargs: Any) -> RunConfig:
     from hrlsched.config import resolve_run_config as resolve

@@ -1,4 +1,4 @@
-"""Configuration: pydantic models, YAML in and out, ``--set a.b=value``.
+"""Configuration: validated settings (``hrlsched.schema``), YAML in and out, ``--set a.b=value``.
 
 A run is fully described by a ``RunConfig`` (scenario + policy + seed); its
 resolved form is saved as ``config.yaml`` in the run directory, and
@@ -7,93 +7,86 @@ resolved form is saved as ``config.yaml`` in the run directory, and
 
 from __future__ import annotations
 
-from importlib import resources
+import dataclasses
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from hrlsched.cluster.spec import ClusterSpec
 from hrlsched.errors import ConfigError as ConfigError  # apart, so that the CLI names it alone
+from hrlsched.schema import SchemaError, Settings, setting
+
+# ``omit_default=True``: a setting added after runs were recorded, left out of a config's dump while at
+# its default (``dump_run_config``), so that every earlier run's config.yaml, which resumes compare, stays as it was.
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-# A setting added after runs were recorded: left out of a config's dump while at its default
-# (``dump_run_config``), so that every earlier run's config.yaml, which resumes compare, stays as it was.
-OMIT_DEFAULT: dict[str, Any] = {"omit_default": True}
-
-
-class SimSettings(Strict):
-    round_s: float = Field(60.0, gt=0, description="scheduling interval")
-    max_time_s: float = Field(90 * 86400.0, gt=0, description="stop the simulation at this time")
-    restart_s: float | None = Field(None, ge=0, description="checkpoint-restart delay; null: per model")
+class SimSettings(Settings):
+    round_s: float = setting(60.0, gt=0, description="scheduling interval")
+    max_time_s: float = setting(90 * 86400.0, gt=0, description="stop the simulation at this time")
+    restart_s: float | None = setting(None, ge=0, description="checkpoint-restart delay; null: per model")
     restart_on_first_start: bool = True
-    decision_points: Literal["round", "events", "every"] | None = Field(
+    decision_points: Literal["round", "events", "every"] | None = setting(
         None, description="when the scheduler is asked: every round, at arrivals/completions, or every "
         "decision_every rounds; null: the scheduler's own (events for event-driven policies, else round)"
     )
-    decision_every: int = Field(1, ge=1, description="rounds between decision points for decision_points: every")
-    restart_scale: float = Field(1.0, ge=0, description="factor on every restart (and launch) delay",
-                                 json_schema_extra=OMIT_DEFAULT)
-    max_restarts: int | None = Field(
+    decision_every: int = setting(1, ge=1, description="rounds between decision points for decision_points: every")
+    restart_scale: float = setting(1.0, ge=0, description="factor on every restart (and launch) delay",
+                                 omit_default=True)
+    max_restarts: int | None = setting(
         None, ge=0, description="most restarts per job: a job that has had them keeps its placement, batch size, "
         "architecture and mode until it finishes (jobs the decision put on its resources wait); null: no cap",
-        json_schema_extra=OMIT_DEFAULT)
+        omit_default=True)
 
 
-class PredictorSettings(Strict):
+class PredictorSettings(Settings):
     """What policies may know: the model behind ``ClusterView.perf`` and the
     error of their predictions (``sim.predictor``); oracle policies see the truth."""
 
-    backend: str | None = Field(None, description="perf backend of the predictor; null: the simulator's own model")
-    options: dict[str, Any] = Field(default_factory=dict, description="options of that backend")
-    noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted speeds")
-    work_noise: float = Field(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted total work")
+    backend: str | None = setting(None, description="perf backend of the predictor; null: the simulator's own model")
+    options: dict[str, Any] = setting(factory=dict, description="options of that backend")
+    noise: float = setting(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted speeds")
+    work_noise: float = setting(0.0, ge=0, description="sigma of a per-job log-normal factor on predicted total work")
 
 
-class PerfSettings(Strict):
+class PerfSettings(Settings):
     backend: str = "optimus"
-    options: dict[str, Any] = Field(default_factory=dict)
+    options: dict[str, Any] = setting(factory=dict)
 
 
-class SyntheticWorkload(Strict):
+class SyntheticWorkload(Settings):
     """Jobs of the catalogue's models with heavy-tailed sizes and durations.
 
     Duration is what the job takes alone at its requested GPUs, placed well;
     its work (samples) is set from it through the performance model."""
 
     kind: Literal["synthetic"] = "synthetic"
-    jobs: int = Field(200, gt=0)
-    duration_h: float = Field(8.0, gt=0, description="arrivals (Poisson) spread over this window")
-    models: list[str] | None = Field(None, description="null: the 8 DL2 models of the catalogue, uniformly")
-    gpu_counts: list[int] = Field(default_factory=lambda: [1, 2, 4, 8, 16])
-    gpu_probs: list[float] = Field(default_factory=lambda: [0.55, 0.12, 0.15, 0.13, 0.05])
-    duration_median_s: float = Field(1800.0, gt=0)
-    duration_sigma: float = Field(1.4, ge=0, description="log-normal shape: heavier tail when larger")
-    duration_min_s: float = Field(120.0, gt=0)
-    duration_max_s: float = Field(3 * 86400.0, gt=0)
-    allreduce_fraction: float = Field(0.4, ge=0, le=1)
-    async_fraction: float = Field(0.0, ge=0, le=1, description="asynchronous jobs (parameter server only)")
-    open_fraction: float = Field(
+    jobs: int = setting(200, gt=0)
+    duration_h: float = setting(8.0, gt=0, description="arrivals (Poisson) spread over this window")
+    models: list[str] | None = setting(None, description="null: the 8 DL2 models of the catalogue, uniformly")
+    gpu_counts: list[int] = setting(factory=lambda: [1, 2, 4, 8, 16])
+    gpu_probs: list[float] = setting(factory=lambda: [0.55, 0.12, 0.15, 0.13, 0.05])
+    duration_median_s: float = setting(1800.0, gt=0)
+    duration_sigma: float = setting(1.4, ge=0, description="log-normal shape: heavier tail when larger")
+    duration_min_s: float = setting(120.0, gt=0)
+    duration_max_s: float = setting(3 * 86400.0, gt=0)
+    allreduce_fraction: float = setting(0.4, ge=0, le=1)
+    async_fraction: float = setting(0.0, ge=0, le=1, description="asynchronous jobs (parameter server only)")
+    open_fraction: float = setting(
         0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (drawn arch/mode: their default)"
     )
-    users: int = Field(8, gt=0)
-    arrivals: Literal["poisson", "diurnal", "bursty"] = Field(
+    users: int = setting(8, gt=0)
+    arrivals: Literal["poisson", "diurnal", "bursty"] = setting(
         "poisson", description="arrival process over duration_h (workload.generator): the same jobs and the same "
-        "window, so the same offered load", json_schema_extra=OMIT_DEFAULT)
-    diurnal_ratio: float = Field(9.0, ge=1, description="diurnal: peak/trough arrival rate (Helios: ~9)",
-                                 json_schema_extra=OMIT_DEFAULT)
-    start_hour: float = Field(0.0, ge=0, lt=24, description="diurnal: time of day at t = 0 (peak at 16:00)",
-                              json_schema_extra=OMIT_DEFAULT)
-    target_cv: float = Field(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)",
-                             json_schema_extra=OMIT_DEFAULT)
+        "window, so the same offered load", omit_default=True)
+    diurnal_ratio: float = setting(9.0, ge=1, description="diurnal: peak/trough arrival rate (Helios: ~9)",
+                                 omit_default=True)
+    start_hour: float = setting(0.0, ge=0, lt=24, description="diurnal: time of day at t = 0 (peak at 16:00)",
+                              omit_default=True)
+    target_cv: float = setting(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)",
+                             omit_default=True)
 
-    @model_validator(mode="after")
-    def _check(self) -> SyntheticWorkload:
+    def _check(self) -> None:
         if len(self.gpu_counts) != len(self.gpu_probs):
             raise ValueError(
                 f"gpu_probs: expected {len(self.gpu_counts)} probabilities (one per gpu_counts entry), "
@@ -105,36 +98,33 @@ class SyntheticWorkload(Strict):
             raise ValueError(f"gpu_probs: expected non-negative values summing to 1, got {self.gpu_probs}")
         if self.duration_min_s > self.duration_max_s:
             raise ValueError("duration_min_s: expected <= duration_max_s")
-        return self
 
 
-class ModelBucket(Strict):
-    below_gpu_hours: float | None = Field(None, gt=0, description="upper bound of the bucket (null: no bound)")
-    models: list[str] = Field(min_length=1)
+class ModelBucket(Settings):
+    below_gpu_hours: float | None = setting(None, gt=0, description="upper bound of the bucket (null: no bound)")
+    models: list[str] = setting(min_length=1)
 
 
-class JobConversion(Strict):
+class JobConversion(Settings):
     """How trace or generated records become jobs (``workload.trace.to_jobs``)."""
 
-    oversize: Literal["cap", "drop"] = Field("cap", description="jobs larger than the cluster")
-    model_assignment: Literal["buckets", "mix", "gpu_time"] = Field(
+    oversize: Literal["cap", "drop"] = setting("cap", description="jobs larger than the cluster")
+    model_assignment: Literal["buckets", "mix", "gpu_time"] = setting(
         "buckets", description="models of jobs that name none: by GPU-time bucket (Pollux's rule), a mix, or GPU-time quantile"
     )
-    buckets: list[ModelBucket] | None = Field(None, description="null: the Pollux generator's buckets")
-    mix: dict[str, float] | None = Field(None, description="{model: weight} for model_assignment: mix")
-    models: list[str] | None = Field(None, description="models for model_assignment: gpu_time (null: the DL2 models)")
-    allreduce_fraction: float = Field(0.4, ge=0, le=1, description="of jobs not of a Pollux application")
-    open_fraction: float = Field(
+    buckets: list[ModelBucket] | None = setting(None, description="null: the Pollux generator's buckets")
+    mix: dict[str, float] | None = setting(None, description="{model: weight} for model_assignment: mix")
+    models: list[str] | None = setting(None, description="models for model_assignment: gpu_time (null: the DL2 models)")
+    allreduce_fraction: float = setting(0.4, ge=0, le=1, description="of jobs not of a Pollux application")
+    open_fraction: float = setting(
         0.0, ge=0, le=1, description="jobs that leave arch and mode to the scheduler (besides 'any' in the trace)"
     )
 
-    @model_validator(mode="after")
-    def _check_conv(self) -> JobConversion:
+    def _check_conv(self) -> None:
         if self.model_assignment == "mix" and not self.mix:
             raise ValueError("mix: model_assignment 'mix' needs a {model: weight} mix")
         if self.mix and (any(w < 0 for w in self.mix.values()) or sum(self.mix.values()) <= 0):
             raise ValueError(f"mix: expected non-negative weights with a positive sum, got {self.mix}")
-        return self
 
 
 class TraceWorkload(JobConversion):
@@ -144,21 +134,19 @@ class TraceWorkload(JobConversion):
     kind: Literal["trace"] = "trace"
     format: Literal["itp", "pollux", "philly", "alibaba", "tiresias", "gavel", "generic"]
     path: str
-    window_start_s: float = Field(0.0, ge=0, description="keep arrivals from here (trace time)")
-    window_end_s: float | None = Field(None, gt=0, description="keep arrivals before this (trace time)")
-    window_h: float | None = Field(None, gt=0, description="window length, when window_end_s is null")
-    sample: int | None = Field(None, gt=0, description="keep a uniform sample of this many jobs")
-    load_factor: float = Field(1.0, gt=0, description="arrival-rate multiplier (arrival times divided by it)")
-    gavel_throughputs: str | None = Field(None, description="Gavel simulation_throughputs.json (null: the data folder's)")
+    window_start_s: float = setting(0.0, ge=0, description="keep arrivals from here (trace time)")
+    window_end_s: float | None = setting(None, gt=0, description="keep arrivals before this (trace time)")
+    window_h: float | None = setting(None, gt=0, description="window length, when window_end_s is null")
+    sample: int | None = setting(None, gt=0, description="keep a uniform sample of this many jobs")
+    load_factor: float = setting(1.0, gt=0, description="arrival-rate multiplier (arrival times divided by it)")
+    gavel_throughputs: str | None = setting(None, description="Gavel simulation_throughputs.json (null: the data folder's)")
     gavel_worker_type: str = "v100"
 
-    @model_validator(mode="after")
-    def _check_window(self) -> TraceWorkload:
+    def _check_window(self) -> None:
         if self.window_end_s is not None and self.window_end_s <= self.window_start_s:
             raise ValueError("window_end_s: expected > window_start_s")
         if self.window_end_s is not None and self.window_h is not None:
             raise ValueError("window_h: give window_end_s or window_h, not both")
-        return self
 
 
 class GeneratedWorkload(JobConversion):
@@ -166,71 +154,67 @@ class GeneratedWorkload(JobConversion):
     process (``workload.generator``)."""
 
     kind: Literal["generated"] = "generated"
-    jobs: int = Field(500, gt=0)
-    sizes: Literal["itp", "philly"] = Field("itp", description="fitted GPU-count and duration profile")
+    jobs: int = setting(500, gt=0)
+    sizes: Literal["itp", "philly"] = setting("itp", description="fitted GPU-count and duration profile")
     arrivals: Literal["poisson", "diurnal", "bursty", "replay"] = "poisson"
-    load: float | None = Field(1.0, gt=0, description="target offered load on the cluster; null: use duration_h")
-    duration_h: float | None = Field(None, gt=0, description="arrival window when load is null")
-    diurnal_ratio: float = Field(9.0, ge=1, description="peak/trough arrival rate (Helios: ~9)")
-    weekend_factor: float = Field(0.6, gt=0, le=1, description="weekend rate / weekday rate")
-    start_hour: float = Field(0.0, ge=0, lt=24, description="time of day at t = 0")
-    start_weekday: int = Field(0, ge=0, le=6, description="weekday at t = 0 (0 = Monday)")
-    target_cv: float = Field(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)")
-    burst_rate_ratio: float | None = Field(None, gt=1, description="bursty: high/low state arrival rate (null: from target_cv)")
-    burst_time_fraction: float = Field(0.05, gt=0, lt=1, description="bursty: share of time in the high state")
-    replay_path: str | None = Field(None, description="replay: trace whose inter-arrival gaps are replayed")
+    load: float | None = setting(1.0, gt=0, description="target offered load on the cluster; null: use duration_h")
+    duration_h: float | None = setting(None, gt=0, description="arrival window when load is null")
+    diurnal_ratio: float = setting(9.0, ge=1, description="peak/trough arrival rate (Helios: ~9)")
+    weekend_factor: float = setting(0.6, gt=0, le=1, description="weekend rate / weekday rate")
+    start_hour: float = setting(0.0, ge=0, lt=24, description="time of day at t = 0")
+    start_weekday: int = setting(0, ge=0, le=6, description="weekday at t = 0 (0 = Monday)")
+    target_cv: float = setting(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)")
+    burst_rate_ratio: float | None = setting(None, gt=1, description="bursty: high/low state arrival rate (null: from target_cv)")
+    burst_time_fraction: float = setting(0.05, gt=0, lt=1, description="bursty: share of time in the high state")
+    replay_path: str | None = setting(None, description="replay: trace whose inter-arrival gaps are replayed")
     replay_format: str = "itp"
-    users: int = Field(8, gt=0)
+    users: int = setting(8, gt=0)
 
-    @model_validator(mode="after")
-    def _check_gen(self) -> GeneratedWorkload:
+    def _check_gen(self) -> None:
         if self.load is None and self.duration_h is None:
             raise ValueError("load: give a target load or duration_h")
         if self.arrivals == "replay" and not self.replay_path:
             raise ValueError("replay_path: arrivals 'replay' needs a trace to replay")
-        return self
 
 
-WorkloadConfig = Annotated[SyntheticWorkload | TraceWorkload | GeneratedWorkload, Field(discriminator="kind")]
+WorkloadConfig = SyntheticWorkload | TraceWorkload | GeneratedWorkload  # told apart by their kind
 
 
-class ScenarioConfig(Strict):
+class ScenarioConfig(Settings):
     name: str
     description: str = ""
-    needs_data: list[str] = Field(default_factory=list, description="files under the data folder it reads")
+    needs_data: list[str] = setting(factory=list, description="files under the data folder it reads")
     cluster: ClusterSpec
     workload: WorkloadConfig
-    sim: SimSettings = Field(default_factory=SimSettings)
-    perf: PerfSettings = Field(default_factory=PerfSettings)
-    predictor: PredictorSettings = Field(default_factory=PredictorSettings)
+    sim: SimSettings = setting(factory=SimSettings)
+    perf: PerfSettings = setting(factory=PerfSettings)
+    predictor: PredictorSettings = setting(factory=PredictorSettings)
 
 
-class RunConfig(Strict):
+class RunConfig(Settings):
     scenario: ScenarioConfig
     policy: str = "fifo"
-    seed: int = Field(0, ge=0, description="a seed is an integer >= 0")
-    checkpoint: str | None = Field(None, description="the checkpoint of a learned policy: hrl, dl2, harmony (default: shipped)")
+    seed: int = setting(0, ge=0, description="a seed is an integer >= 0")
+    checkpoint: str | None = setting(None, description="the checkpoint of a learned policy: hrl, dl2, harmony (default: shipped)")
 
 
-def _format_error(e: ValidationError, source: str) -> str:
+def _format_error(e: SchemaError, source: str) -> str:
     lines = [f"{source}: invalid configuration"]
-    for err in e.errors():
-        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"  {loc}: {msg}" + (f" (got {err['input']!r})" if err["type"] != "value_error" and not isinstance(err.get("input"), dict) else ""))
+    for loc, msg, inp, show in e.errors:
+        lines.append(f"  {loc or '(top level)'}: {msg}" + (f" (got {inp!r})" if show else ""))
     return "\n".join(lines)
 
 
 def parse_run_config(data: dict[str, Any], source: str) -> RunConfig:
     try:
-        return RunConfig.model_validate(data)
-    except ValidationError as e:
+        return RunConfig.validate(data)
+    except SchemaError as e:
         raise ConfigError(_format_error(e, source)) from None
 
 
 def builtin_scenarios() -> dict[str, Path]:
-    root = resources.files("hrlsched") / "scenarios"
-    return {Path(str(p)).stem: Path(str(p)) for p in root.iterdir() if str(p).endswith(".yaml")}
+    root = Path(__file__).resolve().parent / "scenarios"  # package data on disk (importlib.resources: a few ms more)
+    return {p.stem: p for p in root.iterdir() if p.suffix == ".yaml"}
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
@@ -319,18 +303,18 @@ def resolve_run_config(
     return parse_run_config(data, source)
 
 
-def _omit_defaults(model: BaseModel, data: dict[str, Any]) -> None:
-    """Drop from ``data`` (``model``'s dump) the OMIT_DEFAULT settings at their default, at any depth."""
-    for name, f in type(model).model_fields.items():
-        v = getattr(model, name)
-        if isinstance(v, BaseModel) and isinstance(data.get(name), dict):
-            _omit_defaults(v, data[name])
-        elif isinstance(f.json_schema_extra, dict) and f.json_schema_extra.get("omit_default") and v == f.default:
-            data.pop(name, None)
+def _omit_defaults(model: Settings, data: dict[str, Any]) -> None:
+    """Drop from ``data`` (``model``'s dump) the ``omit_default`` settings at their default, at any depth."""
+    for f in dataclasses.fields(model):  # type: ignore[arg-type]
+        v = getattr(model, f.name)
+        if isinstance(v, Settings) and isinstance(data.get(f.name), dict):
+            _omit_defaults(v, data[f.name])
+        elif f.metadata.get("omit_default") and v == f.default:
+            data.pop(f.name, None)
 
 
 def dump_run_config(cfg: RunConfig) -> dict[str, Any]:
-    d = cfg.model_dump(mode="json")
+    d = cfg.dump()
     if d.get("checkpoint") is None:
         d.pop("checkpoint", None)  # only runs of the agent name one
     _omit_defaults(cfg, d)

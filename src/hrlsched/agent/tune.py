@@ -134,7 +134,7 @@ def _episode(path: str, scenario: str, overrides: list[str], seed: int, alone: s
     torch.set_num_threads(1)
     if alone is None:
         cfg = resolve_run_config(scenario, "hrl", seed, overrides)
-        res = simulate(cfg.model_copy(update={"checkpoint": path}))
+        res = simulate(dataclasses.replace(cfg, checkpoint=path))
     else:
         from hrlsched.envs.candidates import WORKER_OPTIONS
         from hrlsched.policies.base import ComposedScheduler

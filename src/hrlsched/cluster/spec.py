@@ -6,7 +6,7 @@ Bandwidths are in Gbit/s, memory in GiB. A cluster is a list of server groups
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from hrlsched.schema import Settings, setting
 
 # Relative per-GPU training throughput against a V100 (1.0). Ratios of the
 # isolated single-GPU throughputs in Gavel's measurements (ResNet-50, K80 /
@@ -22,42 +22,37 @@ GPU_SPEED: dict[str, float] = {
 }
 
 
-class ServerGroupSpec(BaseModel):
+class ServerGroupSpec(Settings):
     """``count`` identical servers."""
 
-    model_config = ConfigDict(extra="forbid")
-
     name: str = "default"
-    count: int = Field(gt=0)
-    sockets: int = Field(2, gt=0, description="CPU sockets per server")
-    switches_per_socket: int = Field(2, gt=0, description="PCIe switches under each socket")
-    gpus_per_switch: int = Field(2, gt=0)
+    count: int = setting(gt=0)
+    sockets: int = setting(2, gt=0, description="CPU sockets per server")
+    switches_per_socket: int = setting(2, gt=0, description="PCIe switches under each socket")
+    gpus_per_switch: int = setting(2, gt=0)
     gpu_type: str = "V100"
-    cores_per_socket: int = Field(16, gt=0)
-    memory_gb: float = Field(256.0, gt=0, description="host memory per server")
-    nic_gbps: float = Field(25.0, gt=0)
-    qpi_gbps: float = Field(64.0, gt=0, description="QPI/UPI link between sockets (effective, for GPU traffic)")
-    pcie_gbps: float = Field(128.0, gt=0, description="GPU-to-switch link (PCIe 3.0 x16)")
-    switch_uplink_gbps: float = Field(128.0, gt=0, description="PCIe switch to CPU socket")
-    nvlink_gbps: float = Field(0.0, ge=0, description="NVLink between GPUs of a server; 0: none")
+    cores_per_socket: int = setting(16, gt=0)
+    memory_gb: float = setting(256.0, gt=0, description="host memory per server")
+    nic_gbps: float = setting(25.0, gt=0)
+    qpi_gbps: float = setting(64.0, gt=0, description="QPI/UPI link between sockets (effective, for GPU traffic)")
+    pcie_gbps: float = setting(128.0, gt=0, description="GPU-to-switch link (PCIe 3.0 x16)")
+    switch_uplink_gbps: float = setting(128.0, gt=0, description="PCIe switch to CPU socket")
+    nvlink_gbps: float = setting(0.0, ge=0, description="NVLink between GPUs of a server; 0: none")
 
     @property
     def gpus_per_server(self) -> int:
         return self.sockets * self.switches_per_socket * self.gpus_per_switch
 
 
-class ClusterSpec(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    server_groups: list[ServerGroupSpec] = Field(min_length=1)
-    racks: int = Field(1, gt=0)
-    rack_uplink_oversubscription: float = Field(
+class ClusterSpec(Settings):
+    server_groups: list[ServerGroupSpec] = setting(min_length=1)
+    racks: int = setting(1, gt=0)
+    rack_uplink_oversubscription: float = setting(
         1.0, ge=1.0, description="sum of a rack's NIC bandwidth / its uplink bandwidth"
     )
-    gpu_speed: dict[str, float] = Field(default_factory=dict, description="overrides of GPU_SPEED")
+    gpu_speed: dict[str, float] = setting(factory=dict, description="overrides of GPU_SPEED")
 
-    @model_validator(mode="after")
-    def _check(self) -> ClusterSpec:
+    def _check(self) -> None:
         n_servers = sum(g.count for g in self.server_groups)
         if self.racks > n_servers:
             raise ValueError(f"racks: expected at most the number of servers ({n_servers}), got {self.racks}")
@@ -71,7 +66,6 @@ class ClusterSpec(BaseModel):
         for k, v in self.gpu_speed.items():
             if v <= 0:
                 raise ValueError(f"gpu_speed.{k}: expected a positive relative speed, got {v}")
-        return self
 
 
 def uniform_cluster(

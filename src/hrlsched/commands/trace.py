@@ -35,7 +35,7 @@ def cluster_gpus(spec: str) -> int:
         return servers * per
     if spec in builtin_scenarios():
         cl = load_yaml(builtin_scenarios()[spec])["cluster"]
-        return _count(ClusterSpec.model_validate(cl))
+        return _count(ClusterSpec.validate(cl))
     path = Path(spec)
     if not path.exists():
         raise ValueError(f"--cluster {spec!r}: expected {CLUSTER_HELP}")
@@ -45,7 +45,7 @@ def cluster_gpus(spec: str) -> int:
         return _count(cluster_spec(path))
     data = load_yaml(path)
     data = data.get("scenario", data)
-    return _count(ClusterSpec.model_validate(data.get("cluster", data)))
+    return _count(ClusterSpec.validate(data.get("cluster", data)))
 
 
 def _count(spec: Any) -> int:

@@ -50,7 +50,7 @@ def _ignore_sigint() -> None:
 def _run_one(cfg_json: str, out: str) -> tuple[str, int, dict[str, Any]]:
     from hrlsched.run import run_to_dir
 
-    cfg = RunConfig.model_validate_json(cfg_json)
+    cfg = RunConfig.validate(json.loads(cfg_json))
     # compare owns its runs/ folders: an unfinished earlier attempt is replaced
     summ = run_to_dir(cfg, out, plots=False, force=True)
     return cfg.policy, cfg.seed, summ
@@ -142,7 +142,7 @@ def run_all(
         if prev is not None:  # resume: a run already done with the same config
             results[(label, c.seed)] = prev
         else:
-            todo.append((label, c.model_dump_json(), str(d)))
+            todo.append((label, json.dumps(c.dump()), str(d)))
     total = len(runs)
     if progress:
         progress(len(results), total)
@@ -232,7 +232,7 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
             rr = list(csv.DictReader(fh))
         series[p] = {k: np.array([float(x[k]) for x in rr]) for k in ("time_s", "gpus_busy", "jobs_queued")}
     cfg = load_yaml(run_dir(out, policies[0], 0) / "config.yaml")
-    n_gpus = Topology.from_spec(RunConfig.model_validate(cfg).scenario.cluster).n_gpus
+    n_gpus = Topology.from_spec(RunConfig.validate(cfg).scenario.cluster).n_gpus
     plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: job completion times (CDF), seed 0")
     plots.plot_timeline(series, n_gpus, out / "utilisation.png",
                         title=f"{scenario}: GPU utilisation and queue over time, seed 0")

@@ -233,7 +233,7 @@ def _bound(key: dict[str, Any]) -> dict[str, Any]:
     from hrlsched.experiments.bound import BestRates, job_floors
     from hrlsched.scenario import build_scenario
 
-    built = build_scenario(ScenarioConfig.model_validate(key["bound"]), key["seed"])
+    built = build_scenario(ScenarioConfig.validate(key["bound"]), key["seed"])
     floors = job_floors(built, rates=BestRates(built.perf))
     rec: dict[str, Any] = {"key": key, "row": {"lower_bound_avg_jct_s": float(floors.mean())}}
     if key["jobs"]:
@@ -247,7 +247,7 @@ def _run(key: dict[str, Any]) -> dict[str, Any]:
     from hrlsched.run import simulate
     from hrlsched.sim.metrics import summary
 
-    cfg = RunConfig.model_validate(key["config"])
+    cfg = RunConfig.validate(key["config"])
     t0 = time.perf_counter()
     sched = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
     took: list[float] = []

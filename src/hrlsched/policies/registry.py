@@ -128,35 +128,32 @@ def _learned(name: str) -> Callable[[str | None], Scheduler]:
     return make
 
 
-def _register_builtins() -> None:
-    from hrlsched.policies.fifo import FIFO
-    from hrlsched.policies.placement.balance import BalancePlacement
-    from hrlsched.policies.placement.migrate import MigratePlacement
-    from hrlsched.policies.placement.pack import PackPlacement
-    from hrlsched.policies.tiresias import Tiresias, TiresiasPlacement
+def _lazy(path: str) -> Callable[..., object]:
+    """A factory that imports its class (``"module:attr"``) on the first call:
+    a command imports only the policies it runs (users time the whole command)."""
 
-    register("allocation", "fifo", FIFO, "first-in first-out at the requested GPUs, no preemption", "classic baseline")
-    register("allocation", "tiresias", Tiresias,
+    def make(*args: object, **kwargs: object) -> object:
+        module, _, attr = path.partition(":")
+        return getattr(importlib.import_module(module), attr)(*args, **kwargs)
+
+    return make
+
+
+def _register_builtins() -> None:
+    register("allocation", "fifo", _lazy("hrlsched.policies.fifo:FIFO"), "first-in first-out at the requested GPUs, no preemption", "classic baseline")
+    register("allocation", "tiresias", _lazy("hrlsched.policies.tiresias:Tiresias"),
              "discretised 2D-LAS on attained GPU-time, preemptive, no job-duration knowledge", "Gu et al., NSDI'19")
-    register("allocation", "tiresias-gittins", lambda: Tiresias(gittins=True),
+    register("allocation", "tiresias-gittins", lambda: _lazy("hrlsched.policies.tiresias:Tiresias")(gittins=True),
              "2D-Gittins index within Tiresias' queues, from completed jobs' service", "Gu et al., NSDI'19")
     register("allocation", "tiresias-pollux", lambda: _pollux_tiresias(),
              "Tiresias as re-implemented in the Pollux artifact (for hrlsched reproduce pollux-sim)",
              "Gu et al., NSDI'19; Qiao et al., OSDI'21 artifact")
-    from hrlsched.policies.drf import DRF
-    from hrlsched.policies.elas import ELAS
-    from hrlsched.policies.optimus import Optimus, OptimusPlacement
-    from hrlsched.policies.placement.interference_aware import TopologyPlacement
-    from hrlsched.policies.placement.random import RandomPlacement
-    from hrlsched.policies.srtf import SRTF
-    from hrlsched.policies.tetris import Tetris
-
-    register("allocation", "srtf", SRTF, "shortest remaining time first (true remaining time), preemptive", "classic baseline")
-    register("allocation", "srtf-est", lambda: SRTF(estimate=True),
+    register("allocation", "srtf", _lazy("hrlsched.policies.srtf:SRTF"), "shortest remaining time first (true remaining time), preemptive", "classic baseline")
+    register("allocation", "srtf-est", lambda: _lazy("hrlsched.policies.srtf:SRTF")(estimate=True),
              "SRTF on noisy user estimates of duration", "classic baseline; estimates as in Gu et al., NSDI'19")
-    register("allocation", "drf", DRF, "dominant resource fairness over GPU, CPU, memory; elastic per job",
+    register("allocation", "drf", _lazy("hrlsched.policies.drf:DRF"), "dominant resource fairness over GPU, CPU, memory; elastic per job",
              "Ghodsi et al., NSDI'11 (as DL2's baseline)")
-    register("allocation", "tetris", Tetris, "multi-resource packing alignment + shortest remaining time",
+    register("allocation", "tetris", _lazy("hrlsched.policies.tetris:Tetris"), "multi-resource packing alignment + shortest remaining time",
              "Grandl et al., SIGCOMM'14")
     register("scheduler", "hrl", _learned("hrl"),
              "the hierarchical RL agent (allocation and placement; shipped checkpoint or --checkpoint)",
@@ -169,7 +166,7 @@ def _register_builtins() -> None:
              "Harmony: placement server by server from an actor-critic with a reward-prediction network; "
              "allocation as requested (shipped checkpoint or --checkpoint)",
              "Bao et al., INFOCOM'19 (rivals/harmony.py)")
-    register("allocation", "optimus", Optimus, "online loss-curve fit + greedy marginal gain per dominant resource",
+    register("allocation", "optimus", _lazy("hrlsched.policies.optimus:Optimus"), "online loss-curve fit + greedy marginal gain per dominant resource",
              "Peng et al., EuroSys'18")
     register("scheduler", "optimus-tuned", lambda: _resolve("optimus-tuned")(),
              "the hrl agent's rules without its network: Optimus with the shipped hint's tuned options (reads each "
@@ -179,53 +176,42 @@ def _register_builtins() -> None:
              "oracle: rollout planner over optimus-tuned (copies the simulation, tries other slots, policies' "
              "decisions and placements, keeps the best to the end); settings lookahead/key=value/...",
              "Bertsekas' rollout algorithm; this project (agent/lookahead.py, docs/headroom.md)")
-    register("allocation", "elas", ELAS, "least attained service on real-time epoch progress rate",
+    register("allocation", "elas", _lazy("hrlsched.policies.elas:ELAS"), "least attained service on real-time epoch progress rate",
              "Sultana et al., ICPP'20")
-    register("placement", "random", RandomPlacement, "free GPUs at random", "classic baseline")
-    register("placement", "topology", TopologyPlacement, "least predicted interference (perf-model scored candidates)",
+    register("placement", "random", _lazy("hrlsched.policies.placement.random:RandomPlacement"), "free GPUs at random", "classic baseline")
+    register("placement", "topology", _lazy("hrlsched.policies.placement.interference_aware:TopologyPlacement"), "least predicted interference (perf-model scored candidates)",
              "topology/interference-aware placement")
-    register("placement", "optimus", OptimusPlacement, "fewest servers, workers and PSs spread evenly", "Peng et al., EuroSys'18")
-    register("placement", "pack", PackPlacement, "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
-    register("placement", "migrate", MigratePlacement,
+    register("placement", "optimus", _lazy("hrlsched.policies.optimus:OptimusPlacement"), "fewest servers, workers and PSs spread evenly", "Peng et al., EuroSys'18")
+    register("placement", "pack", _lazy("hrlsched.policies.placement.pack:PackPlacement"), "bin-packing: fewest servers, best fit, fewest switches", "classic baseline")
+    register("placement", "migrate", _lazy("hrlsched.policies.placement.migrate:MigratePlacement"),
              "pack, then jobs spanning more servers than they need moved onto fewer where room is (a restart)",
              "Xiao et al. (Gandiva's migration for locality), OSDI'18")
-    register("placement", "balance", BalancePlacement, "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
-    register("placement", "tiresias", TiresiasPlacement, "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
+    register("placement", "balance", _lazy("hrlsched.policies.placement.balance:BalancePlacement"), "load-balancing: most free GPUs (least-loaded server) first", "classic baseline")
+    register("placement", "tiresias", _lazy("hrlsched.policies.tiresias:TiresiasPlacement"), "consolidate large (skewed) models, spread the others", "Gu et al., NSDI'19")
     # --- literature schedulers (issue 18) ---
-    from hrlsched.policies.pollux import Pollux
-
-    register("scheduler", "pollux", lambda: Pollux(population=50, generations=30, patience=8),
+    register("scheduler", "pollux", lambda: _lazy("hrlsched.policies.pollux:Pollux")(population=50, generations=30, patience=8),
              "goodput (throughput x statistical efficiency) with batch size tuned to the allocation; "
              "evolutionary search of the p-power mean of speedups; re-allocation penalty; one distributed job per server",
              "Qiao et al., OSDI'21")
-    from hrlsched.policies.optimus_oracle import OptimusOracle
-
-    register("allocation", "optimus-oracle", OptimusOracle,
+    register("allocation", "optimus-oracle", _lazy("hrlsched.policies.optimus_oracle:OptimusOracle"),
              "Optimus' greedy marginal gain with exact remaining work and step times (Pollux's Optimus+Oracle)",
              "Peng et al., EuroSys'18; as in Qiao et al., OSDI'21")
-    from hrlsched.policies.allox import AlloX
-    from hrlsched.policies.gavel import Gavel
-    from hrlsched.policies.themis import Themis
-
-    register("allocation", "themis", Themis,
+    register("allocation", "themis", _lazy("hrlsched.policies.themis:Themis"),
              "finish-time fairness rho; partial-allocation auctions among the worst-rho jobs, leftovers to others",
              "Mahajan et al., NSDI'20")
-    register("scheduler", "gavel", Gavel,
+    register("scheduler", "gavel", _lazy("hrlsched.policies.gavel:Gavel"),
              "heterogeneity-aware max-min fairness over effective throughput (HiGHS LP), round-based priorities",
              "Narayanan et al., OSDI'20")
-    register("scheduler", "gavel-makespan", lambda: Gavel("makespan"),
+    register("scheduler", "gavel-makespan", lambda: _lazy("hrlsched.policies.gavel:Gavel")("makespan"),
              "Gavel's minimum makespan (total duration) policy, same LP machinery and rounds",
              "Narayanan et al., OSDI'20")
-    register("scheduler", "allox", AlloX,
+    register("scheduler", "allox", _lazy("hrlsched.policies.allox:AlloX"),
              "min-cost bipartite matching of jobs to (GPU type, position), sum of completion times",
              "Le et al., EuroSys'20")
-    from hrlsched.policies.gandiva import Gandiva
-    from hrlsched.policies.gandiva_fair import GandivaFair
-
-    register("scheduler", "gandiva", Gandiva,
+    register("scheduler", "gandiva", _lazy("hrlsched.policies.gandiva:Gandiva"),
              "packing (GPU time-slicing) when it pays, introspective unpacking and migration, grow-shrink",
              "Xiao et al., OSDI'18")
-    register("scheduler", "gandiva-fair", GandivaFair,
+    register("scheduler", "gandiva-fair", _lazy("hrlsched.policies.gandiva_fair:GandivaFair"),
              "user tickets split over jobs, gang-aware stride scheduling, trading of fast GPUs between users",
              "Chaudhary et al., EuroSys'20")
 

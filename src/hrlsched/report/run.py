@@ -50,7 +50,7 @@ def n_gpus(cfg: dict[str, Any]) -> int:
     from hrlsched.cluster import Topology
     from hrlsched.config import RunConfig
 
-    return Topology.from_spec(RunConfig.model_validate(cfg).scenario.cluster).n_gpus
+    return Topology.from_spec(RunConfig.validate(cfg).scenario.cluster).n_gpus
 
 
 def build(folder: Path) -> Page:

@@ -39,7 +39,6 @@ A trace gives arrivals, GPU counts and usually durations; a simulated
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -54,8 +53,6 @@ from hrlsched.data import WHERE, DataMissingError, data_dir, needs_data, resolve
 from hrlsched.workload.loaders import LOADERS, load_trace  # noqa: F401 - re-exported
 from hrlsched.workload.loaders.base import TraceRecord
 from hrlsched.workload.synthetic import open_jobs
-
-log = logging.getLogger(__name__)
 
 # Trace model names that are a catalogue model under another name.
 MODEL_ALIASES: dict[str, str] = {
@@ -226,7 +223,9 @@ def to_jobs(
         jobs.append(replace(job, total_samples=float(total)))
     rep.jobs = len(jobs)
     if rep.problems():
-        log.warning("%s: %d of %d trace jobs kept; %s", source, rep.jobs, rep.records, rep.problems())
+        import logging  # (only here: a whole command pays for every import)
+
+        logging.getLogger(__name__).warning("%s: %d of %d trace jobs kept; %s", source, rep.jobs, rep.records, rep.problems())
     return jobs
 
 
