@@ -58,7 +58,9 @@ def test_anything_unusual_goes_to_typer(args: list[str]) -> None:
 
 
 def _script(args: list[str], cwd: Path) -> tuple[subprocess.CompletedProcess, list[str]]:
-    probe = ("import json, sys\nfrom hrlsched.entry import main\nsys.argv = ['hrlsched', *sys.argv[1:]]\n"
+    # (the script ends by os._exit, skipping the interpreter's teardown: here an exit that can be caught)
+    probe = ("import json, os, sys\nos._exit = sys.exit\nfrom hrlsched.entry import main\n"
+             "sys.argv = ['hrlsched', *sys.argv[1:]]\n"
              "try:\n    main()\nexcept SystemExit as e:\n    code = e.code\n"
              "print(json.dumps(sorted(sys.modules)), file=sys.stderr)\nsys.exit(code)\n")
     p = subprocess.run([sys.executable, "-c", probe, *args], capture_output=True, text=True, cwd=cwd,

@@ -44,8 +44,8 @@ def test_simulate_without_plots_imports_nothing_heavy(tmp_path: Path) -> None:
 def test_console_script_simulate_imports_no_typer_pydantic_or_rich(tmp_path: Path) -> None:
     """The console script's own path: settings of our own (``hrlsched.schema``), a plain summary table
     (rich only for a progress bar on a terminal; none here)."""
-    probe = PROBE.replace("from hrlsched.cli import app", "from hrlsched.entry import main").replace(
-        "app(sys.argv[1:])", "main()")
+    probe = PROBE.replace("from hrlsched.cli import app", "import os\nos._exit = sys.exit  # (the script's last call)\n"
+                          "from hrlsched.entry import main").replace("app(sys.argv[1:])", "main()")
     env = {"HRLSCHED_CACHE_DIR": "off", "PATH": "/usr/bin:/bin"}
     out = subprocess.run([sys.executable, "-c", probe, "simulate", "--scenario", "default", "--no-plots", "--out",
                           str(tmp_path / "run")], capture_output=True, text=True, check=True, cwd=tmp_path, env=env)

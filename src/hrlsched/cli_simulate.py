@@ -53,6 +53,8 @@ def run_simulate(
 ) -> int:
     """Simulate one scenario under one policy, write the run directory and
     print the summary table; the exit code (2: a user error, printed)."""
+    import gc
+
     from hrlsched.config import resolve_run_config
     from hrlsched.contract import InvalidDecisionError
     from hrlsched.errors import ConfigError
@@ -60,6 +62,9 @@ def run_simulate(
     from hrlsched.run import run_to_dir
     from hrlsched.units import format_metric
 
+    if not gc.isenabled():  # hrlsched.entry's fast path: what the imports made, frozen out of every collection
+        gc.freeze()
+        gc.enable()
     try:
         extra = [f"checkpoint={checkpoint.resolve()}"] if checkpoint is not None else []
         cfg = resolve_run_config(scenario, policy, seed, [*(sets or []), *extra])
