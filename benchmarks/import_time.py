@@ -7,7 +7,8 @@ prints the time of `python -c pass` (the interpreter alone), of importing
 `hrlsched.cli`, of `hrlsched --help`, and of `hrlsched simulate --scenario
 default --no-plots` (and with plots), and which of numpy, pydantic, scipy,
 matplotlib, pandas and torch each command loads. Targets: `--help` without
-numpy or pydantic; `simulate --no-plots` without scipy, matplotlib, pandas or torch.
+numpy or pydantic; `simulate --no-plots` without typer, pydantic, rich (no terminal here), scipy,
+matplotlib, pandas or torch.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 WATCH = ("numpy", "pydantic", "yaml", "typer", "rich", "scipy", "matplotlib", "pandas", "torch")
 # Runs the console script's entry in-process and reports which watched packages it loaded.
 PROBE = (
-    "import json, sys\n"
+    "import json, os, sys\n"
+    "os._exit = sys.exit  # simulate's fast path ends by os._exit: here an exit that can be caught\n"
     "from hrlsched.entry import main\n"
     "sys.argv = ['hrlsched', *sys.argv[1:]]\n"
     "try:\n    main()\nexcept SystemExit:\n    pass\n"
