@@ -17,7 +17,7 @@ from hrlsched.cluster.spec import ClusterSpec
 from hrlsched.errors import ConfigError as ConfigError  # apart, so that the CLI names it alone
 from hrlsched.schema import SchemaError, Settings, setting
 
-# ``omit_default=True``: a setting added after runs were recorded, left out of a config's dump while at
+# ``omit_default=True`` marks a setting added after runs were recorded: left out of a config's dump while at
 # its default (``dump_run_config``), so that every earlier run's config.yaml, which resumes compare, stays as it was.
 
 
@@ -32,7 +32,7 @@ class SimSettings(Settings):
     )
     decision_every: int = setting(1, ge=1, description="rounds between decision points for decision_points: every")
     restart_scale: float = setting(1.0, ge=0, description="factor on every restart (and launch) delay",
-                                 omit_default=True)
+                                   omit_default=True)
     max_restarts: int | None = setting(
         None, ge=0, description="most restarts per job: a job that has had them keeps its placement, batch size, "
         "architecture and mode until it finishes (jobs the decision put on its resources wait); null: no cap",
@@ -80,11 +80,11 @@ class SyntheticWorkload(Settings):
         "poisson", description="arrival process over duration_h (workload.generator): the same jobs and the same "
         "window, so the same offered load", omit_default=True)
     diurnal_ratio: float = setting(9.0, ge=1, description="diurnal: peak/trough arrival rate (Helios: ~9)",
-                                 omit_default=True)
+                                   omit_default=True)
     start_hour: float = setting(0.0, ge=0, lt=24, description="diurnal: time of day at t = 0 (peak at 16:00)",
-                              omit_default=True)
+                                omit_default=True)
     target_cv: float = setting(5.0, gt=1, description="bursty: inter-arrival coefficient of variation (ITP: 3-13)",
-                             omit_default=True)
+                               omit_default=True)
 
     def _check(self) -> None:
         if len(self.gpu_counts) != len(self.gpu_probs):

@@ -22,11 +22,12 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from typing import Any, Literal, Union
+from typing import Any, Literal, TypeVar, Union
 
 _MISSING = dataclasses.MISSING
 _BAD = object()  # a value that failed; its error is already recorded
 _FIELDS: dict[type, list[tuple[str, Any, dict[str, Any]]]] = {}
+_S = TypeVar("_S", bound="Settings")
 
 
 class SchemaError(ValueError):
@@ -81,13 +82,13 @@ class Settings:
             raise SchemaError(errors)
 
     @classmethod
-    def validate(cls, data: Any) -> Any:
+    def validate(cls: type[_S], data: Any) -> _S:
         """These settings from parsed YAML or JSON (a mapping); ``SchemaError`` names every invalid field."""
         errors: list[tuple[str, str, Any, bool]] = []
         out = _convert(cls, data, "", errors)
         if errors:
             raise SchemaError(errors)
-        return out
+        return out  # type: ignore[no-any-return]
 
     def dump(self) -> dict[str, Any]:
         """Every field, in declaration order, nested settings as mappings (JSON- and YAML-ready)."""
