@@ -22,7 +22,12 @@ service freezes what it holds after start-up (``gc.collect()`` then
 ``gc.freeze()``: those objects are never scanned again), and so does this
 benchmark after loading the policy; ``--no-freeze`` times it without.
 
-    .venv/bin/python benchmarks/hrl_latency.py [--checkpoint PATH] [--gpus 1024] [--jobs 500]
+    .venv/bin/python benchmarks/hrl_latency.py [--checkpoint PATH] [--gpus 1024] [--jobs 500] [--take POLICY]
+
+``--take`` times every point as one where the point selector takes that
+heuristic's whole decision (the agent's own decision is made first, then the
+heuristic's): the cost of such a point, which the shipped agent's selector
+decides point by point.
 """
 
 from __future__ import annotations
@@ -43,11 +48,20 @@ def main() -> None:
     ap.add_argument("--points", type=int, default=5, help="steady decision points timed after each burst")
     ap.add_argument("--freeze", action=argparse.BooleanOptionalAction, default=True,
                     help="freeze the heap after loading the policy (gc.freeze)")
+    ap.add_argument("--take", default=None, metavar="POLICY",
+                    help="time every point as one where the point selector takes this heuristic's decision "
+                         "(e.g. 'optimus-tuned+migrate/f=0'): its cost there, the agent's own decision and the heuristic's")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time the parts of the warm-up and burst points, call by call (timers included)")
+    ap.add_argument("--run", default=None, metavar="SCENARIO",
+                    help="instead: time every decision point of one whole episode of this scenario (with --set)")
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="--run: override a scenario value")
+    ap.add_argument("--seed", type=int, default=0, help="--run: the episode's seed")
     args = ap.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
+    if args.run is not None:
+        return run_episode(args)
     import numpy as np
     import torch
 
@@ -62,6 +76,14 @@ def main() -> None:
                                                   f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
     built = build_scenario(cfg.scenario, 0)
     pol = HRLScheduler(args.checkpoint)
+    if args.take is not None:
+        from hrlsched.agent.selector import SELECTOR_POLICIES
+
+        if pol.selector is None or args.take not in SELECTOR_POLICIES:
+            raise SystemExit(f"--take: expected one of {SELECTOR_POLICIES} and a checkpoint with a point selector")
+        take = SELECTOR_POLICIES.index(args.take)
+        own_choice = pol.selector.choose  # still computed (its features), then overruled
+        pol.selector.choose = lambda view, own: (own_choice(view, own), take)[1]  # type: ignore[method-assign]
     parts: dict[str, list[float]] = {}  # --breakdown: per part, its time at the warm-up point, then each burst point
     if args.breakdown:
         from env_speed import timed  # (benchmarks/ is the script's folder)
@@ -133,6 +155,56 @@ def main() -> None:
         for key, v in sorted(parts.items(), key=lambda kv: -kv[1][0]):
             burst = statistics.median(v[1:]) * 1000 if len(v) > 1 else float("nan")
             print(f"    {key:34s} {v[0] * 1000:7.1f} {burst:7.1f}")
+
+
+def run_episode(args: argparse.Namespace) -> None:
+    """``--run``: every decision point of one episode, timed; apart, the points
+    where the point selector took another heuristic's decision (two decisions there)."""
+    import torch
+
+    torch.set_num_threads(1)
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.run import simulate
+    from hrlsched.sim.metrics import summary
+
+    pol = HRLScheduler(args.checkpoint)
+    times: dict[bool, list[float]] = {False: [], True: []}
+    jobs: list[int] = []
+    decide = pol.decide
+
+    def timed(view):  # noqa: ANN001, ANN202
+        t_sel = int(pol.selector.taken.sum()) if pol.selector is not None else 0
+        t0 = time.perf_counter()
+        d = decide(view)
+        dt = time.perf_counter() - t0
+        took = pol.selector is not None and int(pol.selector.taken.sum()) > t_sel
+        times[took].append(dt)
+        jobs.append(len(view.jobs))
+        return d
+
+    pol.decide = timed  # type: ignore[method-assign]
+    cfg = resolve_run_config(args.run, "hrl", args.seed, list(args.sets))
+    if args.freeze:
+        gc.collect()
+        gc.freeze()
+    res = simulate(cfg, scheduler=pol)
+    n_gpus = sum(g.count * g.gpus_per_server for g in cfg.scenario.cluster.server_groups)
+    allt = times[False] + times[True]
+    print(f"hrl decision points of one episode: {args.run} {' '.join(args.sets)} seed {args.seed}, {n_gpus} GPUs; "
+          f"{len(allt)} points, up to {max(jobs)} active jobs "
+          f"(median {int(statistics.median(jobs))}); avg JCT {summary(res, 'hrl', args.run)['avg_jct_s'] / 3600:.3f} h")
+
+    def ms(x: list[float]) -> str:
+        if not x:
+            return "none"
+        q = sorted(x)
+        return (f"median {statistics.median(x) * 1000:.0f} ms, 99th percentile {q[int(0.99 * (len(q) - 1))] * 1000:.0f} ms, "
+                f"largest {q[-1] * 1000:.0f} ms (of {len(x)})")
+
+    print(f"  its own decision:                 {ms(times[False])}")
+    print(f"  a heuristic's taken (two made):   {ms(times[True])}")
+    print(f"  over 100 ms: {sum(t > 0.1 for t in allt)} of {len(allt)} points")
 
 
 def pol_decide(pol, view, built, r):  # noqa: ANN001, ANN201
