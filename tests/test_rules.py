@@ -32,6 +32,26 @@ def test_the_rules_alone_decide_as_the_agents_rules_only_ablation(tmp_path: Path
     assert learned.hint_of(learned.load(learned.shipped_checkpoint())) == SHIPPED  # the same rules
 
 
+def test_a_silenced_scorer_is_not_run_and_decides_as_when_it_is() -> None:
+    """The shipped agent's scorer learned nothing over its rules (its last layer is 0): the policy
+    then skips the network (encoding and scoring), and its run is the same, to the bit, as with
+    the network run."""
+    torch = pytest.importorskip("torch")
+    from hrlsched.agent.policy import CandidateScorer, HRLScheduler
+
+    fast, slow = HRLScheduler(None), HRLScheduler(None)
+    assert CandidateScorer(fast.net).silent
+    slow._scorer = CandidateScorer(slow.net, slow.residual)
+    slow._scorer.silent = False  # scored through the network, as before
+    cfg = resolve_run_config("default", "hrl", 1, SETS)
+    a, b = simulate(cfg, scheduler=fast), simulate(cfg, scheduler=slow)
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    np.testing.assert_array_equal(a.restarts, b.restarts)
+    with torch.no_grad():
+        slow.net.cand[2].bias.fill_(1e-3)
+    assert not CandidateScorer(slow.net).silent
+
+
 def test_without_the_rule_weights_it_is_the_hint_alone() -> None:
     from hrlsched.agent.rules import RulesScheduler
     from hrlsched.policies.base import ComposedScheduler

@@ -139,7 +139,7 @@ class HRLScheduler(Scheduler):
         if self._scorer is None:
             self._scorer = CandidateScorer(self.net, self.residual)
         scorer = self._scorer
-        encoded = False
+        encoded = scorer.silent  # a silenced scorer reads no encoding: none is made
         while more:
             if not encoded:  # a new point: encode it once
                 obs = dp.observation()
@@ -194,6 +194,9 @@ class CandidateScorer:
         self._c_dyn = c1[list(DYN_COLUMNS)]
         _, (v2, u2) = self.cand
         self._v, self._u = v2[:, 0].copy(), u2[0]
+        # The last layer all zero (the rules-only ablation; the shipped agent, whose scorer learned
+        # nothing over its rules): every score is 0 before the rules, so the network is not run.
+        self.silent = not self._v.any() and not self._u
         # the global MLP's output enters only the candidate layer: its second layer folded into it
         self._g_c = self.glob[1][0].dot(self._c_g)
         self._pj: np.ndarray | None = None
@@ -215,6 +218,9 @@ class CandidateScorer:
         """The logits of job ``k``'s valid slots ``ix`` (``allocation_rows``'s
         arrays; ``point`` first), in the order of ``ix``. (``ndarray.dot``:
         the same BLAS products as ``@`` with less overhead per call.)"""
+        if self.silent:
+            out = add_rules(np.zeros(len(ix), dtype=np.result_type(dyn, self._v)), dyn, base, ix, self.gap, self.bonus)
+            return out if self.residual is None else out + residual_scores(self.residual, cluster, base, dyn, ix)
         assert self._pj is not None and self._hc is not None, "CandidateScorer: point() first"
         z = np.concatenate((cluster, context)).dot(self._g_cc)
         z += self._pj[k]

@@ -40,6 +40,8 @@ class _Watcher:
     the rules' and the hint's scorers, counts how the agent's slot differs
     from the rules', and returns the scores of the one played."""
 
+    silent = False  # (its scorers read the point's encoding: it is made)
+
     def __init__(self, sched: Any, scorers: dict[str, Any], play: str, examples: int | None) -> None:
         self.sched, self.scorers, self.play = sched, scorers, play
         self.counts: collections.Counter[str] = collections.Counter()

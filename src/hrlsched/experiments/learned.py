@@ -35,8 +35,9 @@ def shipped_checkpoint(policy: str = "hrl") -> Path:
 
 def score_with(sched: HRLScheduler, scorer: Any) -> None:
     """Have ``sched`` score its level-1 candidates with ``scorer`` (an object
-    with ``CandidateScorer``'s ``point`` and ``score``) instead of its own
-    network's: how ``experiments.explain`` watches each choice."""
+    with ``CandidateScorer``'s ``point``, ``score`` and ``silent``: whether it
+    reads no encoding) instead of its own network's: how ``experiments.explain``
+    watches each choice."""
     sched._scorer = scorer
 
 
