@@ -52,6 +52,41 @@ def test_a_silenced_scorer_is_not_run_and_decides_as_when_it_is() -> None:
     assert not CandidateScorer(slow.net).silent
 
 
+def test_rule_rows_are_what_the_rules_read_of_allocation_rows() -> None:
+    """``DecisionPoint.rule_rows`` (what the rules decide on, alone) equals those columns of
+    ``allocation_rows`` at every choice of a run, and the rules score them the same."""
+    from hrlsched.agent.rules import _WORKERS, RulesScheduler, add_rules, add_rules_to
+
+    sched = RulesScheduler(SHIPPED)
+    checked = [0, 0]
+
+    def check(dp):  # noqa: ANN001, ANN202
+        speed, hint, workers, ix = light(dp)
+        _, _, _, base, dyn, ix2 = dp.allocation_rows()
+        np.testing.assert_array_equal(ix, ix2)
+        assert speed.dtype == dyn.dtype
+        np.testing.assert_array_equal(speed, dyn[:, 0])
+        np.testing.assert_array_equal(workers, base[:, _WORKERS])
+        assert (hint >= 0) == bool(dyn[:, 4].any()) and (hint < 0 or dyn[hint, 4] == 1.0)
+        zero = np.zeros(len(ix), dtype=dyn.dtype)
+        np.testing.assert_array_equal(add_rules_to(zero, speed, hint, workers, ix, sched.gap, sched.bonus),
+                                      add_rules(zero, dyn, base, ix, sched.gap, sched.bonus))
+        checked[0] += 1
+        checked[1] += hint >= 0 and int(ix[hint]) > 1 and bool((workers == workers[hint]).sum() > 1)
+        return speed, hint, workers, ix
+
+    from hrlsched.envs.decision import DecisionPoint
+
+    light = DecisionPoint.rule_rows
+    cfg = resolve_run_config("default", "fifo", 2, [*SETS, "workload.open_fraction=0.5"])
+    try:
+        DecisionPoint.rule_rows = check  # type: ignore[method-assign]
+        simulate(cfg, scheduler=sched)
+    finally:
+        DecisionPoint.rule_rows = light  # type: ignore[method-assign]
+    assert checked[0] > 50 and checked[1] > 10, checked  # choices, and ones where the gap rule compares slots
+
+
 def test_without_the_rule_weights_it_is_the_hint_alone() -> None:
     from hrlsched.agent.rules import RulesScheduler
     from hrlsched.policies.base import ComposedScheduler
@@ -100,3 +135,18 @@ def test_a_selector_taking_the_rules_without_keep_threshold_everywhere_is_them(t
     c = simulate(resolve_run_config("default", "optimus-tuned+migrate", 4, sets))
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
     assert not np.array_equal(b.finish_s, c.finish_s)
+
+
+def test_priced_figures_are_shared_only_between_the_same_menus() -> None:
+    """A second decision point on the same view (the selector's rules) reads the agent's priced
+    figures only where both price the same menu on the same cluster size."""
+    from hrlsched.envs.candidates import make_table
+    from hrlsched.envs.pricing import Pricing
+
+    a, b = Pricing(make_table((1, 2, 4), ("one", "half"), 16), 16), Pricing(make_table((1, 2, 4), ("one", "half"), 16), 16)
+    a.workload.speeds[("m", 1, 0, 32)] = 1.5
+    assert b.share(a) and b.workload.speeds is a.workload.speeds and b.workload.profiles is not a.workload.profiles
+    for other in (Pricing(make_table((1, 2, 8), ("one", "half"), 16), 16), Pricing(make_table((1, 2, 4), ("one",), 16), 16),
+                  Pricing(make_table((1, 2, 4), ("one", "half"), 16), 32)):
+        assert not other.share(a) and other.workload.speeds is not a.workload.speeds
+

@@ -28,7 +28,7 @@ from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
 from hrlsched.agent.residual import residual_scores, residual_weights
-from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point
+from hrlsched.agent.rules import GAP_SCALE, add_rules, add_rules_to, agent_point
 from hrlsched.agent.selector import Selector, selector_weights
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
@@ -113,7 +113,9 @@ class HRLScheduler(Scheduler):
 
     def decide(self, view: ClusterView) -> Decision:
         own = self._decide(view)
-        return own if self.selector is None else self.selector.decide(view, own)
+        if self.selector is None:
+            return own
+        return self.selector.decide(view, own, self.dp.pricing if self.dp is not None else None)
 
     def _decide(self, view: ClusterView) -> Decision:
         dp = self.dp
@@ -140,7 +142,13 @@ class HRLScheduler(Scheduler):
             self._scorer = CandidateScorer(self.net, self.residual)
         scorer = self._scorer
         encoded = scorer.silent  # a silenced scorer reads no encoding: none is made
+        light = scorer.silent and scorer.residual is None  # the rules alone: only what they read is made
         while more:
+            if light:
+                speed, hint, workers, ix = dp.rule_rows()
+                more = dp.act(int(ix[scorer.score_rules(speed, hint, workers, ix).argmax()]))
+                self.steps += 1
+                continue
             if not encoded:  # a new point: encode it once
                 obs = dp.observation()
                 with torch.inference_mode():
@@ -212,6 +220,12 @@ class CandidateScorer:
         self._hc = hj.dot(self._c_cur) + (b2.dot(self._c_g) + bc)
         if len(self._based) > 4096:
             self._based.clear()
+
+    def score_rules(self, speed: np.ndarray, hint: int, workers: np.ndarray, ix: np.ndarray) -> np.ndarray:
+        """``score`` of a silenced scorer without a residual (the rules alone), on what they read
+        (``DecisionPoint.rule_rows``): the same values."""
+        return add_rules_to(np.zeros(len(ix), dtype=np.result_type(speed, self._v)), speed, hint, workers, ix,
+                            self.gap, self.bonus)
 
     def score(self, k: int, cluster: np.ndarray, context: np.ndarray, base: np.ndarray, dyn: np.ndarray,
               ix: np.ndarray) -> np.ndarray:

@@ -67,13 +67,20 @@ def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarr
     ``DecisionPoint.allocation_rows``' (``features.DYN_COLUMNS``: speed over
     the request first, ``is_hint`` last). The agent's scorer adds them the
     same way."""
-    if gap:
-        hr = int(dyn[:, 4].argmax())  # the hint's row
-        if dyn[hr, 4] > 0 and ix[hr] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
-            sp = dyn[:, 0]
-            score = score + gap * ((sp - sp[hr]) * (base[:, _WORKERS] == base[hr, _WORKERS]))
-    if bonus:
-        score = score + bonus * dyn[:, 4]
+    hr = int(dyn[:, 4].argmax())  # the hint's row
+    return add_rules_to(score, dyn[:, 0], hr if dyn[hr, 4] > 0 else -1, base[:, _WORKERS], ix, gap, bonus)
+
+
+def add_rules_to(score: np.ndarray, speed: np.ndarray, hint: int, workers: np.ndarray, ix: np.ndarray, gap: float,
+                 bonus: float) -> np.ndarray:
+    """``add_rules`` on what they read (``DecisionPoint.rule_rows``): the valid slots' speed over
+    the request (float32), the hint's row (-1: none) and the slots' worker counts."""
+    if gap and hint >= 0 and ix[hint] > KEEP:  # else a zero gap (as ``nets.hint_speed_gap``)
+        score = score + gap * ((speed - speed[hint]) * (workers == workers[hint]))
+    if bonus and hint >= 0:
+        is_hint = np.zeros(len(ix), dtype=speed.dtype)
+        is_hint[hint] = 1.0
+        score = score + bonus * is_hint
     return score
 
 
@@ -136,13 +143,19 @@ class RulesScheduler(Scheduler):
         assert dp is not None, "optimus-tuned: reset() first"
         more = dp.begin(view)
         while more:
-            _, cluster, _, base, dyn, ix = dp.allocation_rows()
             jid = dp.view.jobs[dp.k].job_id  # type: ignore[union-attr]
             a = force.get(jid, -1) if force else -1
-            if a < 0 or a not in ix:
-                score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
-                a = int(ix[score.argmax()])  # the first best valid slot
-            if trace is not None:
+            if trace is None:  # only what the rules read
+                speed, hint, workers, ix = dp.rule_rows()
+                if a < 0 or a not in ix:
+                    score = add_rules_to(np.zeros(len(ix), dtype=speed.dtype), speed, hint, workers, ix, self.gap,
+                                         self.bonus)
+                    a = int(ix[score.argmax()])  # the first best valid slot
+            else:
+                _, cluster, _, base, dyn, ix = dp.allocation_rows()
+                if a < 0 or a not in ix:
+                    score = add_rules(np.zeros(len(ix), dtype=dyn.dtype), dyn, base, ix, self.gap, self.bonus)
+                    a = int(ix[score.argmax()])
                 rows = np.array(base, dtype=np.float64)
                 rows[:, F.DYN_COLUMNS] = dyn
                 trace.append(Choice(jid, ix.copy(), a, rows, np.array(cluster, dtype=np.float64)))

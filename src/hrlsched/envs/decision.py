@@ -374,6 +374,15 @@ class DecisionPoint:
         assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
         return self.obs.allocation_rows()
 
+    def rule_rows(self) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        """What the agent's two rules read of an allocation choice (``agent.rules.add_rules``),
+        without the rest of ``allocation_rows``: (the valid slots' speed over the request,
+        float32 as ``dyn``'s column; the hint's row, -1 without a hint; their worker counts
+        as ``base``'s column; the valid actions' indices). The same values as those
+        columns of ``allocation_rows``. Only in an allocation phase."""
+        assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
+        return self.obs.rule_rows()
+
     def mask(self) -> np.ndarray:
         """Valid actions of the current choice (int8, ``n_actions``)."""
         return self._mask

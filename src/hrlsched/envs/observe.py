@@ -116,7 +116,7 @@ class Observer:
 
     def begin(self) -> None:
         """A new point: its share of the observation is made at its first observation."""
-        self._prepared = False
+        self._prepared = self._rules_prepared = False
         self.rows_dirty = True
         self._cluster_board: tuple[int, tuple[float, ...]] = (-1, ())
         self._links_version = -1
@@ -144,8 +144,25 @@ class Observer:
             self._links_m[: util.size, F.LINK["utilisation"]] = util
         self.rows.point(view)
         self.rows_dirty = True
-        # per job, as Python numbers (read once per choice)
-        self._req_l = self.req_speed.tolist()
+        self._prepare_rules(self.req_speed)
+        self._cluster_point = (
+            float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
+            sum(p is None for p in view.placements) / self.max_jobs,
+            float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus,
+        )
+        self._prepared = True
+
+    def _prepare_rules(self, req: np.ndarray | None = None) -> None:
+        """What ``rule_rows`` reads of a point (a part of ``_prepare``): per job, as Python numbers
+        (read once per choice), the speed at its request (``req``: ``_job_matrix``'s, else from the
+        same facts), remaining work, speed and batch size, and the running async jobs' efficiency."""
+        dp = self.dp
+        view, n = dp.view, dp.n_dec
+        assert view is not None
+        if req is None:
+            facts = dp.pricing.job_facts(view, n)
+            req = np.maximum(np.fromiter((f.speed_requested for f in facts), dtype=float, count=n), 1e-12)
+        self._req_l = req.tolist()
         self._rem_l, self._speed_l = view.remaining.tolist(), view.speed.tolist()
         self._bs_l = view.batch_sizes.tolist()
         # the statistical efficiency of the running async jobs at their placements (their
@@ -157,12 +174,7 @@ class Observer:
             eff = view.perf.efficiency([jobs[k] for k in ks], [pls[k] for k in ks], view.batch_sizes[ks],
                                        np.zeros(len(ks)))
             self._keep_eff = dict(zip(ks, np.asarray(eff, dtype=float).tolist()))
-        self._cluster_point = (
-            float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
-            sum(p is None for p in view.placements) / self.max_jobs,
-            float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus,
-        )
-        self._prepared = True
+        self._rules_prepared = True
 
     def observation(self, full: bool, choosing: bool) -> dict[str, np.ndarray]:
         """``DecisionPoint.observation``; ``choosing``: an allocation choice
@@ -203,6 +215,36 @@ class Observer:
             self._prepare()
         base, dyn, ix = self._candidate_rows()
         return self.dp.k, self._cluster_row(), self._context_row(), base, dyn, ix
+
+    def rule_rows(self) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+        """``DecisionPoint.rule_rows``."""
+        if not self._rules_prepared:
+            self._prepare_rules()
+        dp = self.dp
+        t, view, k = self.table, dp.view, dp.k
+        assert view is not None
+        valid, vk, idx, ix, _ = dp.valid_slots
+        cur, cur_pl = view.jobs[k], view.placements[k]
+        req = max(self._req_l[k], 1e-12)
+        bs = self._bs_l[k]
+        _, rate, _, _ = dp.pricing.valid_slot_terms(cur, bs, vk, ix, req)
+        speed = np.array(rate, dtype=np.float32)  # as ``dyn``'s first column
+        workers = self._cand_static[ix, C["workers"]]
+        if valid[KEEP]:  # the second row: the job's own allocation (as in ``_candidate_rows``)
+            assert cur_pl is not None
+            cw = cur_pl.n_workers
+            workers[1] = min(cw / F.WORKER_SCALE, F.BIG)
+            x = self._speed_l[k]
+            if x > 0:
+                if cur.mode == "async":
+                    x *= self._keep_eff[k]
+            else:
+                x = dp.pricing.speed(cur, cw, cur_pl.n_ps, bs)
+            speed[1] = min(x / req, F.BIG)
+        hint = -1
+        if dp.hint.policy is not None:
+            hint = bisect.bisect_left(idx, dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs))
+        return speed, hint, workers, ix
 
     def _cluster_row(self) -> np.ndarray:
         dp = self.dp

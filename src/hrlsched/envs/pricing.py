@@ -155,6 +155,21 @@ class Pricing:
         self.workload = w
         return w
 
+    def share(self, other: Pricing) -> bool:
+        """Read and fill ``other``'s priced figures (``Workload.priced``: what its predictor said
+        of this episode's jobs) where both price the same menu on the same cluster size, as
+        another decision point deciding on the same view does: the figures are the same for the
+        same keys. (The jobs and profiles each learns stay its own: its parts hold them.) Whether
+        it does."""
+        a, b = self.table, other.table
+        same = self.n_gpus == other.n_gpus and (a is b or all(
+            np.array_equal(getattr(a, f), getattr(b, f)) for f in ("workers", "ps", "arch", "mode")))
+        if same:
+            w, o = self.workload, other.workload
+            w.priced_by, w.speeds, w.facts, w.slot_speeds, w.valid_speeds = \
+                o.priced_by, o.speeds, o.facts, o.slot_speeds, o.valid_speeds
+        return same
+
     def begin(self, view: ClusterView) -> None:
         """A new point: its new jobs learnt, its predictor used."""
         self.workload.learn(view)
