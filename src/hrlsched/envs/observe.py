@@ -232,15 +232,8 @@ class Observer:
         workers = self._cand_static[ix, C["workers"]]
         if valid[KEEP]:  # the second row: the job's own allocation (as in ``_candidate_rows``)
             assert cur_pl is not None
-            cw = cur_pl.n_workers
-            workers[1] = min(cw / F.WORKER_SCALE, F.BIG)
-            x = self._speed_l[k]
-            if x > 0:
-                if cur.mode == "async":
-                    x *= self._keep_eff[k]
-            else:
-                x = dp.pricing.speed(cur, cw, cur_pl.n_ps, bs)
-            speed[1] = min(x / req, F.BIG)
+            workers[1] = min(cur_pl.n_workers / F.WORKER_SCALE, F.BIG)
+            speed[1] = min(self._keep_speed(k, cur, cur_pl, bs) / req, F.BIG)
         hint = -1
         if dp.hint.policy is not None:
             hint = bisect.bisect_left(idx, dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs))
@@ -405,12 +398,7 @@ class Observer:
         if valid[KEEP]:  # the second row: the job's own allocation
             assert cur_pl is not None
             cw = cur_pl.n_workers
-            x = self._speed_l[k]
-            if x > 0:
-                if cur.mode == "async":  # measured samples/s: as progress, like the other slots
-                    x *= self._keep_eff[k]
-            else:
-                x = dp.pricing.speed(cur, cw, cur_pl.n_ps, bs)
+            x = self._keep_speed(k, cur, cur_pl, bs)
             big = F.BIG
             dyn[1, _D_KEEP] = (min(x / req, big),
                                min(math.log1p(rem / max(x, 1e-12) / F.HOUR), big) if x > 0 else 0.0,
@@ -418,6 +406,15 @@ class Observer:
         if dp.hint.policy is not None:  # its slot: wait, keep or a valid candidate
             dyn[bisect.bisect_left(idx, dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs)), _D_HINT] = 1.0
         return base, dyn, ix
+
+    def _keep_speed(self, k: int, cur: Job, cur_pl: Placement, bs: int) -> float:
+        """The speed of job ``k`` at its own allocation (its keep row): as it runs, else predicted."""
+        x = self._speed_l[k]
+        if x > 0:
+            if cur.mode == "async":  # measured samples/s: as progress, like the other slots
+                x *= self._keep_eff[k]
+            return x
+        return self.dp.pricing.speed(cur, cur_pl.n_workers, cur_pl.n_ps, bs)
 
     def _restarts(self, cur: Job, cur_pl: Placement | None) -> np.ndarray:
         """Which slots would restart the job (wait: preempt a running job; keep: never)."""
