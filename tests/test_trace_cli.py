@@ -54,6 +54,11 @@ def test_stats_table_and_errors(tmp_path: Path) -> None:
     assert code == 2 and "unknown trace format" in out
     code, out = invoke("trace", "stats", str(tmp_path / "c.csv"), "--format", "itp", "--cluster", "big")
     assert code == 2 and "--cluster 'big'" in out
+    (tmp_path / "s.yaml").write_text("cluster:\n  server_groups:\n    - count: 0\n      nics: 2\n")
+    code, out = invoke("trace", "stats", str(tmp_path / "c.csv"), "--format", "itp", "--cluster", str(tmp_path / "s.yaml"))
+    out = " ".join(out.split())
+    assert code == 2 and "s.yaml: invalid cluster" in out and "cluster.server_groups.0.count: expected a value > 0" in out
+    assert "cluster.server_groups.0.nics: unknown setting" in out
 
 
 def test_cluster_from_an_alibaba_node_list(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ def cluster_gpus(spec: str) -> int:
     """GPU count of a ``--cluster`` value (see CLUSTER_HELP)."""
     from hrlsched.cluster.spec import ClusterSpec
     from hrlsched.config import builtin_scenarios, load_yaml
+    from hrlsched.schema import SchemaError
 
     if "x" in spec and all(p.isdigit() for p in spec.split("x", 1)):
         servers, per = (int(p) for p in spec.split("x", 1))
@@ -45,7 +46,12 @@ def cluster_gpus(spec: str) -> int:
         return _count(cluster_spec(path))
     data = load_yaml(path)
     data = data.get("scenario", data)
-    return _count(ClusterSpec.validate(data.get("cluster", data)))
+    where = "cluster." if "cluster" in data else ""
+    try:
+        return _count(ClusterSpec.validate(data.get("cluster", data)))
+    except SchemaError as e:  # each wrong field named by its place in that file
+        raise ValueError(f"{path}: invalid cluster\n" + "\n".join(
+            f"  {where}{loc}: {msg}" + (f" (got {inp!r})" if show else "") for loc, msg, inp, show in e.errors)) from None
 
 
 def _count(spec: Any) -> int:
