@@ -94,6 +94,10 @@ def test_run_page_draws_missing_plots(tmp_path: Path) -> None:
     assert "--seed 3" in html and "--no-plots --force" in (run / "command.txt").read_text()
     cli(*args, "--out", str(tmp_path / "run2"))  # with plots: its own are shown
     assert images(render(tmp_path / "run2"))[0] == (tmp_path / "run2" / "jct_cdf.png").read_bytes()
+    cfg = run / "config.yaml"  # a hand-edited config: the page names the file and the field
+    cfg.write_text(cfg.read_text().replace("count: 2", "count: -2", 1))
+    with pytest.raises(ReportError, match=r"config\.yaml: invalid configuration\n.*server_groups\.0\.count: expected a value > 0"):
+        render(run)
 
 
 def test_run_of_a_comparison_names_its_command(comparison: Path) -> None:

@@ -15,7 +15,13 @@ from typing import Any
 import numpy as np
 
 from hrlsched.cluster import Topology
-from hrlsched.config import RunConfig, dump_run_config, load_yaml, resolve_run_config
+from hrlsched.config import (
+    RunConfig,
+    dump_run_config,
+    load_yaml,
+    parse_run_config,
+    resolve_run_config,
+)
 from hrlsched.io import write_text
 from hrlsched.outdir import check_writable
 from hrlsched.sim import plots
@@ -231,8 +237,8 @@ def write_outputs(out: Path, scenario: str, rows: list[dict[str, Any]], policies
         with open(run / "rounds.csv") as fh:
             rr = list(csv.DictReader(fh))
         series[p] = {k: np.array([float(x[k]) for x in rr]) for k in ("time_s", "gpus_busy", "jobs_queued")}
-    cfg = load_yaml(run_dir(out, policies[0], 0) / "config.yaml")
-    n_gpus = Topology.from_spec(RunConfig.validate(cfg).scenario.cluster).n_gpus
+    first = run_dir(out, policies[0], 0) / "config.yaml"
+    n_gpus = Topology.from_spec(parse_run_config(load_yaml(first), str(first)).scenario.cluster).n_gpus
     plots.plot_jct_cdf(jcts, out / "jct_cdf.png", title=f"{scenario}: job completion times (CDF), seed 0")
     plots.plot_timeline(series, n_gpus, out / "utilisation.png",
                         title=f"{scenario}: GPU utilisation and queue over time, seed 0")

@@ -46,11 +46,14 @@ def config_of(folder: Path) -> dict[str, Any]:
     return cfg
 
 
-def n_gpus(cfg: dict[str, Any]) -> int:
+def n_gpus(cfg: dict[str, Any], source: str = "config.yaml") -> int:
     from hrlsched.cluster import Topology
-    from hrlsched.config import RunConfig
+    from hrlsched.config import ConfigError, parse_run_config
 
-    return Topology.from_spec(RunConfig.validate(cfg).scenario.cluster).n_gpus
+    try:
+        return Topology.from_spec(parse_run_config(cfg, source).scenario.cluster).n_gpus
+    except ConfigError as e:  # a hand-edited config.yaml: each wrong field named
+        raise ReportError(str(e)) from None
 
 
 def build(folder: Path) -> Page:
@@ -88,7 +91,7 @@ def plot_figures(folder: Path, cfg: dict[str, Any], name: str) -> list[str]:
     rr = read_csv(folder / "rounds.csv")
     rounds = {k: column(rr, k) for k in ("time_s", "gpus_busy", "jobs_queued")}
     return [page.figure(png, f"{caption} (drawn for this report)")
-            for png, caption in run_plots(jct, rounds, n_gpus(cfg), name)]
+            for png, caption in run_plots(jct, rounds, n_gpus(cfg, str(folder / "config.yaml")), name)]
 
 
 def column(rows: list[dict[str, str]], key: str) -> np.ndarray:
