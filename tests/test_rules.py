@@ -150,3 +150,25 @@ def test_priced_figures_are_shared_only_between_the_same_menus() -> None:
                   Pricing(make_table((1, 2, 4), ("one", "half"), 16), 32)):
         assert not other.share(a) and other.workload.speeds is not a.workload.speeds
 
+
+
+def test_no_garbage_collection_inside_a_decision() -> None:
+    """The agent defers cyclic collection to after each decision (a full one is a latency of its
+    own), and leaves the collector as it found it."""
+    import gc
+
+    pytest.importorskip("torch")
+    from hrlsched.agent.policy import HRLScheduler
+
+    pol = HRLScheduler(None)
+    seen: list[bool] = []
+    pol._decide = lambda view: seen.append(gc.isenabled()) or view  # type: ignore[method-assign,func-returns-value]
+    pol.selector = None
+    assert gc.isenabled()
+    assert pol.decide("view") == "view" and seen == [False] and gc.isenabled()  # type: ignore[arg-type]
+    gc.disable()
+    try:
+        pol.decide("view")  # type: ignore[arg-type]
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
