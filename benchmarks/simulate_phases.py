@@ -25,8 +25,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 
 PROBE = r"""
-import json, os, sys, time
+import gc, json, os, sys, time
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # as the console script's simulate
+gc.disable()  # as it: no collection during the imports, what they made frozen after (below)
 T = [("start", time.process_time())]
 def mark(name):
     T.append((name, time.process_time()))
@@ -38,6 +39,7 @@ from hrlsched.policies.registry import make_scheduler
 from hrlsched.scenario import build_scenario
 from hrlsched.sim.engine import Simulator
 from hrlsched.sim.recorder import write_run; mark("policies, engine, workload modules")
+gc.freeze(); gc.enable()
 built = build_scenario(cfg.scenario, cfg.seed); mark("build scenario (traces, perf model)")
 sched = make_scheduler(cfg.policy, checkpoint=cfg.checkpoint)
 res = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, seed=cfg.seed,
@@ -45,6 +47,7 @@ res = Simulator(built.topology, built.jobs, built.perf, sched, built.engine, see
 write_run(sys.argv[3], res, dump_run_config(cfg), cfg.policy, cfg.scenario.name, plots_on=False); mark("write run dir")
 print(json.dumps([[b[0], 1000 * (b[1] - a[1])] for a, b in zip(T, T[1:])] + [["rounds", len(res.rounds["time_s"])],
                  ["scheduler calls", res.scheduler_calls]]))
+sys.stdout.flush(); os._exit(0)  # as it: no interpreter teardown
 """
 
 
