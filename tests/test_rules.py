@@ -55,7 +55,7 @@ def test_a_silenced_scorer_is_not_run_and_decides_as_when_it_is() -> None:
 def test_rule_rows_are_what_the_rules_read_of_allocation_rows() -> None:
     """``DecisionPoint.rule_rows`` (what the rules decide on, alone) equals those columns of
     ``allocation_rows`` at every choice of a run, and the rules score them the same."""
-    from hrlsched.agent.rules import _WORKERS, RulesScheduler, add_rules, add_rules_to
+    from hrlsched.agent.rules import _WORKERS, RulesScheduler, add_rules, rules_scores
 
     sched = RulesScheduler(SHIPPED)
     checked = [0, 0]
@@ -69,7 +69,7 @@ def test_rule_rows_are_what_the_rules_read_of_allocation_rows() -> None:
         np.testing.assert_array_equal(workers, base[:, _WORKERS])
         assert (hint >= 0) == bool(dyn[:, 4].any()) and (hint < 0 or dyn[hint, 4] == 1.0)
         zero = np.zeros(len(ix), dtype=dyn.dtype)
-        np.testing.assert_array_equal(add_rules_to(zero, speed, hint, workers, ix, sched.gap, sched.bonus),
+        np.testing.assert_array_equal(rules_scores(speed, hint, workers, ix, sched.gap, sched.bonus),
                                       add_rules(zero, dyn, base, ix, sched.gap, sched.bonus))
         checked[0] += 1
         checked[1] += hint >= 0 and int(ix[hint]) > 1 and bool((workers == workers[hint]).sum() > 1)

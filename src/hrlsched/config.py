@@ -199,10 +199,7 @@ class RunConfig(Settings):
 
 
 def _format_error(e: SchemaError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
-    for loc, msg, inp, show in e.errors:
-        lines.append(f"  {loc or '(top level)'}: {msg}" + (f" (got {inp!r})" if show else ""))
-    return "\n".join(lines)
+    return "\n".join([f"{source}: invalid configuration", *(f"  {x}" for x in e.lines())])
 
 
 def parse_run_config(data: dict[str, Any], source: str) -> RunConfig:

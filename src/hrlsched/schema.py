@@ -36,8 +36,13 @@ class SchemaError(ValueError):
 
     def __init__(self, errors: list[tuple[str, str, Any, bool]]) -> None:
         self.errors = errors
-        super().__init__("\n".join(f"{loc or '(top level)'}: {msg}" + (f" (got {inp!r})" if show else "")
-                                   for loc, msg, inp, show in errors))
+        super().__init__("\n".join(self.lines()))
+
+    def lines(self, under: str = "") -> list[str]:
+        """One line per error, ``place: message (got input)``; ``under``: the key the settings
+        sit under where they were read (``cluster`` in a scenario file), put before each place."""
+        return [f"{_join(under, loc) or '(top level)'}: {msg}" + (f" (got {inp!r})" if show else "")
+                for loc, msg, inp, show in self.errors]
 
 
 def setting(default: Any = _MISSING, *, factory: Any = _MISSING, gt: float | None = None, ge: float | None = None,

@@ -29,7 +29,7 @@ from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
 from hrlsched.agent.residual import residual_scores, residual_weights
-from hrlsched.agent.rules import GAP_SCALE, add_rules, add_rules_to, agent_point
+from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point, rules_scores
 from hrlsched.agent.selector import Selector, selector_weights
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
@@ -155,7 +155,7 @@ class HRLScheduler(Scheduler):
         while more:
             if light:
                 speed, hint, workers, ix = dp.rule_rows()
-                more = dp.act(int(ix[scorer.score_rules(speed, hint, workers, ix).argmax()]))
+                more = dp.act(int(ix[rules_scores(speed, hint, workers, ix, scorer.gap, scorer.bonus).argmax()]))
                 self.steps += 1
                 continue
             if not encoded:  # a new point: encode it once
@@ -229,12 +229,6 @@ class CandidateScorer:
         self._hc = hj.dot(self._c_cur) + (b2.dot(self._c_g) + bc)
         if len(self._based) > 4096:
             self._based.clear()
-
-    def score_rules(self, speed: np.ndarray, hint: int, workers: np.ndarray, ix: np.ndarray) -> np.ndarray:
-        """``score`` of a silenced scorer without a residual (the rules alone), on what they read
-        (``DecisionPoint.rule_rows``): the same values."""
-        return add_rules_to(np.zeros(len(ix), dtype=np.result_type(speed, self._v)), speed, hint, workers, ix,
-                            self.gap, self.bonus)
 
     def score(self, k: int, cluster: np.ndarray, context: np.ndarray, base: np.ndarray, dyn: np.ndarray,
               ix: np.ndarray) -> np.ndarray:

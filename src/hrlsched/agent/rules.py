@@ -71,6 +71,13 @@ def add_rules(score: np.ndarray, dyn: np.ndarray, base: np.ndarray, ix: np.ndarr
     return add_rules_to(score, dyn[:, 0], hr if dyn[hr, 4] > 0 else -1, base[:, _WORKERS], ix, gap, bonus)
 
 
+def rules_scores(speed: np.ndarray, hint: int, workers: np.ndarray, ix: np.ndarray, gap: float,
+                 bonus: float) -> np.ndarray:
+    """The rules alone (``add_rules_to`` zeros) on ``DecisionPoint.rule_rows``: what the rules and
+    a silenced scorer without a residual decide on."""
+    return add_rules_to(np.zeros(len(ix), dtype=speed.dtype), speed, hint, workers, ix, gap, bonus)
+
+
 def add_rules_to(score: np.ndarray, speed: np.ndarray, hint: int, workers: np.ndarray, ix: np.ndarray, gap: float,
                  bonus: float) -> np.ndarray:
     """``add_rules`` on what they read (``DecisionPoint.rule_rows``): the valid slots' speed over
@@ -148,9 +155,7 @@ class RulesScheduler(Scheduler):
             if trace is None:  # only what the rules read
                 speed, hint, workers, ix = dp.rule_rows()
                 if a < 0 or a not in ix:
-                    score = add_rules_to(np.zeros(len(ix), dtype=speed.dtype), speed, hint, workers, ix, self.gap,
-                                         self.bonus)
-                    a = int(ix[score.argmax()])  # the first best valid slot
+                    a = int(ix[rules_scores(speed, hint, workers, ix, self.gap, self.bonus).argmax()])  # first best
             else:
                 _, cluster, _, base, dyn, ix = dp.allocation_rows()
                 if a < 0 or a not in ix:

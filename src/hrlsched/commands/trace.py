@@ -46,12 +46,11 @@ def cluster_gpus(spec: str) -> int:
         return _count(cluster_spec(path))
     data = load_yaml(path)
     data = data.get("scenario", data)
-    where = "cluster." if "cluster" in data else ""
     try:
         return _count(ClusterSpec.validate(data.get("cluster", data)))
     except SchemaError as e:  # each wrong field named by its place in that file
-        raise ValueError(f"{path}: invalid cluster\n" + "\n".join(
-            f"  {where}{loc}: {msg}" + (f" (got {inp!r})" if show else "") for loc, msg, inp, show in e.errors)) from None
+        lines = e.lines("cluster" if "cluster" in data else "")
+        raise ValueError("\n  ".join([f"{path}: invalid cluster", *lines])) from None
 
 
 def _count(spec: Any) -> int:
