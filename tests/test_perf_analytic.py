@@ -118,6 +118,21 @@ def test_bad_options_are_named() -> None:
         AnalyticModel(TOPO, CATALOGUE, intra_server_bytes="bytes")
     with pytest.raises(ValueError, match="ring_spread_eff"):
         AnalyticModel(TOPO, CATALOGUE, ring_spread_eff=0.0)
+    with pytest.raises(ValueError, match="pressure_from: expected one of tasks, own, workers, got 'ps'"):
+        AnalyticModel(TOPO, CATALOGUE, pressure_from="ps")
+
+
+def test_pressure_from_counts_the_tasks_it_names() -> None:
+    """``tasks`` (the model): every other task on a worker's socket slows it;
+    ``own``: only its job's; ``workers``: only workers, of any job."""
+    a, b = mk(0, "resnet-50", 2), mk(1, "resnet-50", 1)
+    # a's workers and its PS on socket 0 (GPUs 0-3); b's worker on socket 0, its PS on socket 1
+    jobs, pls = [a, b], [Placement((0, 1), (0,)), Placement((2,), (1,))]
+    speed = {m: AnalyticModel(TOPO, CATALOGUE, pressure_from=m).speeds(jobs, pls)[0] for m in ("tasks", "own", "workers")}
+    alone = {m: AnalyticModel(TOPO, CATALOGUE, pressure_from=m).speeds([a], pls[:1])[0] for m in ("tasks", "own", "workers")}
+    assert speed["tasks"] < speed["workers"] < alone["workers"]  # b's worker presses under both
+    assert speed["own"] == alone["own"] == alone["tasks"]  # b costs a nothing; a alone counts its PS
+    assert alone["workers"] > alone["tasks"]  # its own PS no longer presses
 
 
 def test_params_bytes_inside_a_server_theta2_bytes_over_the_network() -> None:
@@ -290,7 +305,7 @@ def test_time_shared_gpu_divides_compute(model: AnalyticModel) -> None:
 
 
 @pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1,
-                                          "straggler": 0.05}])
+                                          "straggler": 0.05}, {"pressure_from": "own"}, {"pressure_from": "workers"}])
 def test_isolated_solve_is_each_job_alone_to_the_bit(options: dict) -> None:
     """``isolated_is_alone``: the engine computes the alone speeds of many
     jobs in one isolated solve; each must equal the job's one-job solve exactly
@@ -318,7 +333,7 @@ def test_isolated_solve_is_each_job_alone_to_the_bit(options: dict) -> None:
 
 
 @pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1,
-                                          "straggler": 0.05}])
+                                          "straggler": 0.05}, {"pressure_from": "own"}, {"pressure_from": "workers"}])
 def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict) -> None:
     """``speeds_and_alone`` (the engine's call after jobs move: the moved
     jobs' alone speeds solved in the joint pass, each on a cluster of its

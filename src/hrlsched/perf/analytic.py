@@ -14,7 +14,10 @@ Time per iteration of job j (design.md, "The analytic performance model"):
   model's sensitivity and pressure_i the other tasks on worker i's CPU
   socket (the job's own other workers and PSs included) per GPU of that
   socket (cache, memory bandwidth, input pipeline). s_j is fitted on the
-  Pollux single-server measurements (``calibration.colocation``).
+  Pollux single-server measurements (``calibration.colocation``). To
+  measure its parts, ``pressure_from`` counts only the job's own tasks
+  (``own``: co-located jobs cost nothing) or only workers (``workers``: PSs
+  press on no one) instead of every task (``tasks``, the model).
 - Links l: each GPU's PCIe link to its switch, each switch's uplink to its
   socket, the QPI/UPI link of each server, each server's NIC, each rack's
   uplink, and each server's NVLink fabric where present. C_l: capacity.
@@ -125,6 +128,12 @@ _PAIRS_IN_PYTHON = 64
 _ALONE_COPIES_MAX = 3
 
 
+# What presses on a worker's socket (``perf.options.pressure_from``): every other task there
+# (the model), or, to measure the parts of that cost, only the job's own tasks (co-located jobs
+# cost nothing) or only workers (parameter servers press on no one).
+PRESSURE_FROM = ("tasks", "own", "workers")
+
+
 class AnalyticModel(PerformanceModel):
     name = "analytic"
     isolated_is_alone = True  # the isolated solve is the one-job solve, job by job (tested)
@@ -142,6 +151,7 @@ class AnalyticModel(PerformanceModel):
         host_staging: float = 0.0,
         straggler: float = 0.0,
         staleness_penalty: float = DEFAULT_STALENESS_PENALTY,
+        pressure_from: str = "tasks",
     ) -> None:
         super().__init__(topology, catalogue, staleness_penalty)
         if ref_gbps <= 0:
@@ -159,6 +169,9 @@ class AnalyticModel(PerformanceModel):
         if intra_server_bytes not in ("theta2", "params"):
             raise ValueError(f"perf.options.intra_server_bytes: expected 'theta2' or 'params', got {intra_server_bytes!r}")
         self.intra_params = intra_server_bytes == "params"
+        if pressure_from not in PRESSURE_FROM:
+            raise ValueError(f"perf.options.pressure_from: expected one of {', '.join(PRESSURE_FROM)}, got {pressure_from!r}")
+        self.pressure_from = pressure_from
         for name, v, lo in (("ring_spread_eff", ring_spread_eff, 1e-9), ("host_staging", host_staging, 0.0), ("straggler", straggler, 0.0)):
             if not v >= lo:
                 raise ValueError(f"perf.options.{name}: expected {'> 0' if lo else '>= 0'}, got {v}")
@@ -185,6 +198,16 @@ class AnalyticModel(PerformanceModel):
         self._gpu_speed_l: dict[str, list[float]] = {}  # see _gpu_speeds
         self._terms: dict[tuple, _Terms] = {}  # per (model, arch, mode, batch, placement): see _job_terms
         self._last: tuple | None = None
+
+    def _pressing(self, per_w: np.ndarray, workers: list[int], isolated: bool) -> np.ndarray:
+        """Per worker, the tasks counted on its socket under ``pressure_from``
+        ``own`` or ``workers`` (itself included)."""
+        if self.pressure_from == "own":
+            return per_w[5]
+        sock = per_w[7].astype(np.intp)
+        if isolated:  # each job's own workers only: count per (job, socket)
+            sock = np.repeat(np.arange(len(workers)), workers) * (int(sock.max(initial=0)) + 1) + sock
+        return np.bincount(sock)[sock].astype(float)
 
     def _bound_caches(self) -> None:
         """Drop every per-placement cache (terms, traffic rows, routes, alone
@@ -588,6 +611,8 @@ class AnalyticModel(PerformanceModel):
             share = np.bincount(gflat, minlength=t.n_gpus)[gflat]
             on_sock = np.bincount(np.concatenate([x.tasks for x in terms]), minlength=t.n_sockets)[sock]
             comp_a = a_w * share
+        if self.pressure_from != "tasks":  # an ablation of what presses (see PRESSURE_FROM)
+            on_sock = self._pressing(per_w, [x.size[0] for x in terms], isolated)
         # Every other task on the socket presses on the worker's CPU, memory
         # bandwidth and input pipeline, the job's own other tasks included.
         pressure = (on_sock - 1) / sock_gpus
