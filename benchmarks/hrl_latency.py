@@ -39,6 +39,19 @@ import statistics
 import time
 
 
+def machine() -> str:
+    """The CPU and the load, printed with the figures: a point's time scales with the core's speed,
+    which differs several-fold between the machines this project runs on (docs/performance.md)."""
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")), model)
+    except OSError:
+        pass
+    load = f", load average {os.getloadavg()[0]:.1f}" if hasattr(os, "getloadavg") else ""
+    return f"machine: {model}, {os.cpu_count()} cores{load}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--checkpoint", default=None, help="agent checkpoint (default: the shipped one)")
@@ -143,6 +156,7 @@ def main() -> None:
 
     print(f"hrl decision point: {args.gpus} GPUs, {jobs} active jobs, {int(statistics.median(steps))} agent "
           f"actions per point (median); target 100 ms")
+    print(f"  {machine()}")
     print(f"  burst (first point after {jobs} arrivals): {ms(cold)}")
     print(f"  steady (later points):                  {ms(warm)}")
     print(f"  warm-up (the process's first point):     {first * 1000:.0f} ms (prices every model's menu once)")
@@ -194,6 +208,7 @@ def run_episode(args: argparse.Namespace) -> None:
     print(f"hrl decision points of one episode: {args.run} {' '.join(args.sets)} seed {args.seed}, {n_gpus} GPUs; "
           f"{len(allt)} points, up to {max(jobs)} active jobs "
           f"(median {int(statistics.median(jobs))}); avg JCT {summary(res, 'hrl', args.run)['avg_jct_s'] / 3600:.3f} h")
+    print(f"  {machine()}")
 
     def ms(x: list[float]) -> str:
         if not x:
