@@ -294,6 +294,29 @@ def test_explain_counts_the_points_the_selector_gives_to_a_heuristic(tmp_path: P
     assert "the point selector takes another heuristic's whole decision" in r.output, r.output
 
 
+def test_explain_and_evaluate_count_the_learned_placements_departures(tmp_path: Path) -> None:
+    from hrlsched.agent import checkpoint as ckpt
+    from hrlsched.agent.common import checkpoint as common
+    from hrlsched.agent.placement_choice import PLACEMENT_FEATURES, with_placement
+    from hrlsched.agent.policy import SHIPPED
+    from hrlsched.experiments.evaluate import format_table
+
+    r = invoke("explain", "--seed", "0", "--json", *TINY)
+    assert json.loads(r.raw)["placement"] is None  # the shipped agent: nothing learned at level 2
+    w = np.zeros(len(PLACEMENT_FEATURES))
+    w[list(PLACEMENT_FEATURES).index("balance")] = 10.0  # balance's placement wherever it differs from pack's
+    common.save(tmp_path / "p.pt", with_placement(ckpt.load(common.shipped_checkpoint(SHIPPED)), w))
+    r = invoke("explain", "--seed", "0", "--json", "--checkpoint", str(tmp_path / "p.pt"), *TINY)
+    assert r.exit_code == 0, r.output
+    p = json.loads(r.raw)["placement"]
+    assert 0 < p["departed"] < p["placed"], p  # 12 jobs: some placed alone, where balance's is pack's
+    line = f"the learned placement places {p['departed']} of the {p['placed']} jobs placed anew elsewhere than pack"
+    assert line in invoke("explain", "--seed", "0", "--checkpoint", str(tmp_path / "p.pt"), *TINY).output
+    ev = {"scenario": "default", "overrides": [], "seeds": [0], "checkpoint": "p.pt", "hint": None, "rows": [],
+          "rivals": [], "departures": {"choices": 5, "counts": {"same as the rules": 5}, "seed": 0, "placement": p}}
+    assert f"{line} would" in format_table(ev)
+
+
 def test_the_targets_read_the_room_taken_from_the_lookahead_row() -> None:
     from hrlsched.experiments.evaluate import targets
 

@@ -465,6 +465,10 @@ def format_table(ev: dict[str, Any]) -> str:
                      f"({100 * departed / n:.1f}%) on seed {d['seed']}"
                      + "".join(f"; {k} {c}" for k, c in d["counts"].items() if k != "same as the rules")
                      + " (hrlsched explain for examples)")
+        if d.get("placement"):  # the learned placement choice (level 2)
+            from hrlsched.experiments.explain import placement_departures
+
+            lines.append(f"{placement_departures(d['placement'])} on seed {d['seed']}")
         sel = d.get("selector")
         if sel:  # the learned point selector: whole decisions of other heuristics
             lines.append(f"its point selector takes another heuristic's whole decision at {sum(sel['taken'].values())} of "

@@ -153,7 +153,16 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
         "selector": None if sched.selector is None else {
             "points": sched.selector.points,
             "taken": {p: int(n) for p, n in zip(SELECTOR_POLICIES, sched.selector.taken.tolist())}},
+        # the learned placement choice (agent.placement_choice): jobs placed anew, and those placed elsewhere than pack
+        "placement": None if sched.placement is None else {
+            "placed": sched.placement.choices, "departed": sched.placement.departed},
     }
+
+
+def placement_departures(p: dict[str, int]) -> str:
+    """The learned placement's departures (``explain``'s ``placement``), in words."""
+    return (f"the learned placement places {p['departed']} of the {p['placed']} jobs placed anew elsewhere than pack "
+            f"would ({100 * p['departed'] / max(p['placed'], 1):.1f}%)")
 
 
 def format_departures(d: dict[str, Any]) -> str:
@@ -173,6 +182,8 @@ def format_departures(d: dict[str, Any]) -> str:
         taken = ", ".join(f"{p} at {n}" for p, n in sel["taken"].items())
         lines.append(f"  the point selector takes another heuristic's whole decision at "
                      f"{sum(sel['taken'].values())} of {sel['points']} decision points: {taken}")
+    if d.get("placement"):
+        lines.append(f"  {placement_departures(d['placement'])}")
     if d["examples"]:
         lines.append("  departures" + (":" if len(d["examples"]) == departed else f" (the first {len(d['examples'])}):"))
         for e in d["examples"]:
