@@ -174,11 +174,15 @@ def test_the_level_2_target_reads_the_paired_difference_and_the_interference_cos
 
     best = np.array([100.0, 110.0, 90.0])
     jct = {"rules+topology": best, "rules+topology@no-interference": best * 0.96, "rules+learned": best * 0.995}
-    p = placement_target(jct, "rules+topology", "rules+learned")
+    p = placement_target(jct, "rules+topology", "rules+learned", "pack")
     assert p["interference_cost"] == pytest.approx(0.04) and p["required"] == "1% better"
-    assert not p["holds"] and "MISSED (by 0.5 points)" in _placement_line(p)  # 0.5% better where 1% is required
+    assert not p["holds"] and "MISSED (by 0.5 points; no worse beyond the 95% interval: holds)" in _placement_line(p)  # 0.5% better where 1% is required
     jct["rules+topology@no-interference"] = best * 0.99  # interference costs 1%: no worse is enough
-    p = placement_target(jct, "rules+topology", "rules+learned")
+    p = placement_target(jct, "rules+topology", "rules+learned", "pack")
     assert p["holds"] and p["required"] == "no worse beyond the 95% interval" and p["wins"] == 3
-    assert "hrl (= rules+learned) −" in _placement_line(placement_target({**jct, "hrl": best}, "rules+topology", "hrl"))
-    assert "no learned placement choice" in _placement_line(placement_target(jct, "rules+topology", None))
+    assert "hrl (= rules+learned) −" in _placement_line(placement_target({**jct, "hrl": best}, "rules+topology", "hrl", "pack"))
+    assert "no learned placement choice" in _placement_line(placement_target(jct, "rules+topology", None, "pack"))
+    # the rules-only row is named with the checkpoint's own placement (migrate for the shipped rules)
+    jct.update({"rules-only": best, "rules-only@no-interference": best * 0.96})
+    assert "cost rules-only (placed by migrate) (the best" in _placement_line(
+        placement_target(jct, "rules-only", "rules+learned", "migrate"))
