@@ -43,6 +43,22 @@ def test_show_prints_the_hetero_agents_learned_residual() -> None:
     assert info["config"]["method"] == "cem" and info["config"]["scenario"] == "hetero"  # train-es's config
 
 
+def test_show_prints_the_shipped_placement_choices_and_their_families() -> None:
+    """The two shipped learned placements (one per cluster family): their weights, the cases they
+    were trained on and the held-back seeds, none of them an evaluation seed (0-99)."""
+    from hrlsched.agent.placement_choice import PLACEMENT_FEATURES
+
+    for name, cases, placement in (("hrl-placement-default.pt", ["default", "comm"], "migrate"),
+                                   ("hrl-placement-ps-small.pt", ["ps-small"], "pack")):
+        r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints" / name), "--json"])
+        assert r.exit_code == 0, r.output
+        info = json.loads(r.output)
+        assert list(info["placement"]) == list(PLACEMENT_FEATURES) and all(info["placement"].values()), name
+        assert info["config"]["cases"] == cases and info["config"]["learn"] == ["placement"], name
+        assert info["env_kwargs"]["placement"] == placement, name
+        assert min(info["config"]["held_back"]) >= 100, name
+
+
 def test_rules_only_writes_the_ablation_as_a_checkpoint(tmp_path: Path) -> None:
     """``checkpoint rules-only`` keeps the hint and the placement, drops every
     learned part; the file decides as ``optimus-tuned+migrate`` (the ablation's
