@@ -183,6 +183,28 @@ def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:
     assert not any((tmp_path / x).exists() for x in "acd")
 
 
+def test_evaluate_sets_other_checkpoints_against_the_agent(tmp_path: Path) -> None:
+    """``--versus``: another checkpoint of the agent as a row, paired by seed; the agent's own
+    file there gives its figures exactly, another file its own; a bad one is refused before any run."""
+    from hrlsched.experiments import learned
+
+    own = learned.shipped_checkpoint()
+    hetero = own.parent / "hrl-hetero.pt"
+    r = invoke("evaluate", "--seeds", "0-1", "--no-ablate", "--policies", "fifo", "--versus", str(own),
+               "--versus", str(hetero), "--out", str(tmp_path / "e"), "--workers", "1", *TINY)
+    assert r.exit_code == 0, r.output
+    rows = {x["row"]: x for x in json.loads((tmp_path / "e" / "evaluation.json").read_text())["rows"]}
+    assert rows["vs-hrl-default"]["per_seed_avg_jct_s"] == rows["hrl"]["per_seed_avg_jct_s"]
+    assert rows["vs-hrl-default"]["agent_minus_row_s"] == 0 and rows["vs-hrl-default"]["kind"] == "other checkpoint"
+    assert rows["vs-hrl-hetero"]["per_seed_avg_jct_s"] != rows["hrl"]["per_seed_avg_jct_s"]  # its residual decides
+    assert "vs-hrl-hetero" in r.output
+    r = invoke("evaluate", "--versus", str(tmp_path / "none.pt"), "--out", str(tmp_path / "f"))
+    assert r.exit_code == 2 and "--versus" in r.output and "no such checkpoint" in r.output, r.output
+    r = invoke("evaluate", "--versus", str(own), "--versus", str(own), "--out", str(tmp_path / "g"))
+    assert r.exit_code == 2 and "same file name" in r.output, r.output
+    assert not (tmp_path / "f").exists() and not (tmp_path / "g").exists()
+
+
 def test_explain_counts_the_departures() -> None:
     r = invoke("explain", "--seed", "0", "--json", *TINY)
     assert r.exit_code == 0, r.output

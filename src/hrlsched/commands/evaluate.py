@@ -28,6 +28,7 @@ def register(app: typer.Typer) -> None:
         harmony: Annotated[Optional[Path], typer.Option(help="Harmony's checkpoint with --rivals (default: the shipped one)")] = None,  # noqa: UP045
         lookahead: Annotated[Optional[str], typer.Option(help="add the lookahead oracle with these settings (key=value joined by /, e.g. every=24; 'default' for its defaults); minutes per episode")] = None,  # noqa: UP045
         placements: Annotated[bool, typer.Option("--placements", help="level 2 alone: the agent's rules placed by pack, balance, topology and by its learned placement choice, and the best of the three without interference (target 'level 2')")] = False,
+        versus: Annotated[Optional[list[Path]], typer.Option("--versus", help="another checkpoint of the agent as a row (vs-NAME), paired by seed (repeatable)")] = None,  # noqa: UP045
     ) -> None:
         """Print and write (evaluation.csv, evaluation.json in OUT) one table: the agent,
         its rules-only ablation and its hint alone, every heuristic (the best of the
@@ -53,7 +54,8 @@ def register(app: typer.Typer) -> None:
         rival_cks = {k: v for k, v in (("dl2", dl2), ("harmony", harmony)) if v is not None}
         ev = runs_with_progress(err, lambda progress: run_evaluate(
             scenario, seed_list, folder, checkpoint, names, rivals, ablate, set_ or [], workers, progress, rival_cks,
-            None if lookahead is None else ("" if lookahead == "default" else lookahead), placements))
+            None if lookahead is None else ("" if lookahead == "default" else lookahead), placements,
+            list(versus or [])))
         record_command(folder, invoked_command(ctx))
         print(format_table(ev))
         wrote = f"{folder}/evaluation.csv, evaluation.json, command.txt and runs/"

@@ -116,6 +116,7 @@ def evaluate(
     rival_checkpoints: dict[str, str | Path] | None = None,
     lookahead: str | None = None,
     placements: bool = False,
+    versus: list[str | Path] | None = None,
 ) -> dict[str, Any]:
     """Run (or reuse) every row's runs, write ``evaluation.csv`` and
     ``evaluation.json`` in ``out``, and return the evaluation (see
@@ -127,7 +128,9 @@ def evaluate(
     ``pack``, ``balance`` and ``topology``, and by its learned placement
     choice where it has one, and the best of the three heuristics again
     without interference or contention (``NO_INTERFERENCE``), for the
-    target of ``placement_target``."""
+    target of ``placement_target``. ``versus``: other checkpoints of the
+    agent, each a row (``vs-`` and its file's stem), paired by seed as the
+    others: the agent against another of its versions."""
     from hrlsched.config import dump_run_config, resolve_run_config
     from hrlsched.data import check_data
     from hrlsched.experiments import learned
@@ -147,8 +150,11 @@ def evaluate(
     check_data(scen.name, list(scen.needs_data))
     check_writable(out)
     source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
+    others = versus_labels(versus or [])
     try:
         agent_ck = learned.load(source)
+        for path in others.values():
+            learned.load(Path(path))  # an agent's checkpoint, before any run
     except learned.CheckpointError as e:
         raise ValueError(str(e)) from None
     folder = out / "checkpoints"
@@ -176,7 +182,9 @@ def evaluate(
         for r, alloc in (("dl2", "drf"), ("harmony", harmony_alloc)):  # and the heuristics of the same allocation
             baselines[r] += [h for h in heuristics if h.partition("+")[0] == alloc and h not in baselines[r]]
 
-    labels = [AGENT, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics, *placed]
+    for lb, path in others.items():
+        cks[lb] = _copy_checkpoint(Path(path), folder, lb)
+    labels = [AGENT, *others, *(lb for lb in (RULES_ONLY, HINT_ALONE) if lb in cks), *heuristics, *placed]
     la_label = None
     if lookahead is not None:
         from hrlsched.agent.lookahead import LookaheadConfig
@@ -195,7 +203,7 @@ def evaluate(
 
     def config(label: str, seed: int) -> Any:
         name, _, tag = label.partition("@")
-        policy = AGENT if name in (RULES_ONLY, HINT_ALONE, *placed) else name
+        policy = AGENT if name in (RULES_ONLY, HINT_ALONE, *placed, *others) else name
         ck = [f"checkpoint={cks[name].resolve()}"] if name in cks else []
         extra = list(NO_INTERFERENCE) if tag else []
         return resolve_run_config(scenario, policy, seed, [*overrides, *ck, *extra])
@@ -220,12 +228,13 @@ def evaluate(
     jct[BOUND] = np.array(bounds(agent_cfgs), dtype=float)
     best = min(heuristics, key=lambda p: jct[p].mean())
     kinds = {AGENT: "agent", RULES_ONLY: "ablation", HINT_ALONE: "ablation", **{p: "heuristic" for p in heuristics},
+             **{lb: "other checkpoint" for lb in others},
              **({r: "rival" for r in RIVALS} if rivals else {}), **({la_label: "oracle planner"} if la_label else {}),
              **{lb: "placed rules" for lb in placed},
              **({best_placed + NO_INTERFERENCE_TAG: "no interference"} if best_placed else {}),
              BOUND: "bound"}
     agent_info = information(learned.HRLScheduler)  # (its ablations read what it reads)
-    info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info,
+    info.update({AGENT: agent_info, RULES_ONLY: agent_info, HINT_ALONE: agent_info, **{lb: agent_info for lb in others},
                  **{lb: agent_info for lb in placed},
                  **({best_placed + NO_INTERFERENCE_TAG: agent_info} if best_placed else {})})
     if rivals:
@@ -256,6 +265,19 @@ def evaluate(
         ev["placements"] = placement_target(jct, best_placed, own, rules_placement(agent_ck))
     _write(out, ev)
     return ev
+
+
+def versus_labels(paths: list[str | Path]) -> dict[str, str | Path]:
+    """``evaluate``'s rows of other checkpoints: ``vs-`` and each file's stem (distinct stems)."""
+    out: dict[str, str | Path] = {}
+    for p in paths:
+        lb = f"vs-{Path(p).stem}"
+        if lb in out:
+            raise ValueError(f"--versus {p}: another checkpoint of the same file name ({out[lb]}); rename one")
+        if not Path(p).is_file():
+            raise ValueError(f"--versus {p}: no such checkpoint file")
+        out[lb] = p
+    return out
 
 
 def _row(label: str, kind: str, v: np.ndarray, agent: np.ndarray, info: str, best: bool,
