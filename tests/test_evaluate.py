@@ -202,7 +202,10 @@ def test_evaluate_sets_other_checkpoints_against_the_agent(tmp_path: Path) -> No
     assert r.exit_code == 2 and "--versus" in r.output and "no such checkpoint" in r.output, r.output
     r = invoke("evaluate", "--versus", str(own), "--versus", str(own), "--out", str(tmp_path / "g"))
     assert r.exit_code == 2 and "same file name" in r.output, r.output
-    assert not (tmp_path / "f").exists() and not (tmp_path / "g").exists()
+    (tmp_path / "a@b.pt").write_bytes(own.read_bytes())
+    r = invoke("evaluate", "--versus", str(tmp_path / "a@b.pt"), "--out", str(tmp_path / "h"))
+    assert r.exit_code == 2 and "may not contain '@'" in r.output, r.output
+    assert not any((tmp_path / x).exists() for x in "fgh")
 
 
 def test_explain_counts_the_departures() -> None:

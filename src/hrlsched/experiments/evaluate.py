@@ -272,6 +272,8 @@ def versus_labels(paths: list[str | Path]) -> dict[str, str | Path]:
     out: dict[str, str | Path] = {}
     for p in paths:
         lb = f"vs-{Path(p).stem}"
+        if "@" in lb:  # "@" tags a row's variant (``NO_INTERFERENCE_TAG``)
+            raise ValueError(f"--versus {p}: a checkpoint's file name may not contain '@'; rename it")
         if lb in out:
             raise ValueError(f"--versus {p}: another checkpoint of the same file name ({out[lb]}); rename one")
         if not Path(p).is_file():
@@ -321,10 +323,11 @@ def placement_target(jct: dict[str, np.ndarray], best: str | None, learned: str 
         dm, dh = interval(list(d))
         need_gain = cost >= 0.03
         rel, rel_h = dm / float(b.mean()), (dh / float(b.mean()) if dh == dh else 0.0)
-        holds = rel <= -0.01 if need_gain else rel - rel_h <= 0
+        no_worse = rel - rel_h <= 0  # the target's first half, which the 1% half asks on top
         out.update(learned=float(jct[learned].mean()), diff_s=dm, diff_s_ci95=dh, diff=rel,
                    diff_ci95=rel_h, wins=int((d < 0).sum()), seeds=int(d.size), required=
-                   "1% better" if need_gain else "no worse beyond the 95% interval", holds=bool(holds))
+                   "1% better" if need_gain else "no worse beyond the 95% interval", no_worse=bool(no_worse),
+                   holds=bool(rel <= -0.01 if need_gain else no_worse))
     return out
 
 
@@ -337,8 +340,8 @@ def _placement_line(p: dict[str, Any]) -> str:
         return head + "; the checkpoint has no learned placement choice to set against it"
     if p["holds"]:
         verdict = "holds"
-    elif p["required"] == "1% better":  # and the target's first half, which holds apart
-        level = "holds" if p["diff"] - p["diff_ci95"] <= 0 else "missed"
+    elif p["required"] == "1% better":
+        level = "holds" if p["no_worse"] else "missed"
         verdict = f"MISSED (by {100 * (p['diff'] + 0.01):.1f} points; no worse beyond the 95% interval: {level})"
     else:
         verdict = f"MISSED (worse by {100 * (p['diff'] - p['diff_ci95']):.1f}% beyond the interval)"
