@@ -363,6 +363,40 @@ def test_speeds_with_alone_speeds_in_one_pass_are_each_to_the_bit(options: dict)
         assert model.alone_speeds([jobs[i] for i in alone], [pls[i] for i in alone], batch[alone]).tolist() == want
 
 
+@pytest.mark.parametrize("options", [{}, {"intra_server_bytes": "params", "ring_spread_eff": 0.63, "host_staging": 0.1,
+                                          "straggler": 0.05}, {"pressure_from": "own"}, {"pressure_from": "workers"}])
+def test_groups_solved_apart_in_one_pass_are_each_groups_own_solve_to_the_bit(options: dict) -> None:
+    """``speeds_apart`` (the learned placement's candidates, each with the
+    same neighbours): one solve of the groups on copies of the cluster gives
+    each group's own ``speeds`` exactly, groups that share GPUs, sockets and
+    links with one another and an empty group included; the base class's
+    loop and the noisy predictor give the same."""
+    from hrlsched.perf.base import PerformanceModel
+    from hrlsched.sim.predictor import NoisyPredictor
+
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4, nvlink_gbps=300.0)], racks=2))
+    rng = np.random.default_rng(2)
+    for trial in range(20):
+        groups = []
+        for _ in range(int(rng.integers(1, 6))):
+            jobs, pls = [], []
+            for i in range(int(rng.integers(0 if not groups else 1, 8))):
+                arch = "allreduce" if rng.random() < 0.4 else "ps"
+                mode = "async" if arch == "ps" and rng.random() < 0.3 else "sync"
+                w = int(rng.choice([1, 2, 3, 4, 8]))
+                jobs.append(mk(i, str(rng.choice(sorted(CATALOGUE))), w, arch=arch, mode=mode))
+                ps = rng.integers(topo.n_sockets, size=int(rng.integers(1, 4))) if arch == "ps" else ()
+                pls.append(Placement.of(sorted(rng.choice(topo.n_gpus, w, replace=False).tolist()), ps))
+            groups.append((jobs, pls))
+        model, ref = AnalyticModel(topo, CATALOGUE, **options), AnalyticModel(topo, CATALOGUE, **options)
+        got = model.speeds_apart(groups)
+        want = [ref.speeds(j, p) for j, p in groups]
+        assert [g.tolist() for g in got] == [w.tolist() for w in want], trial
+        assert [g.tolist() for g in PerformanceModel.speeds_apart(ref, groups)] == [w.tolist() for w in want]
+        noisy = NoisyPredictor(model, {0: 1.3, 2: 0.7})
+        assert [g.tolist() for g in noisy.speeds_apart(groups)] == [noisy.speeds(j, p).tolist() for j, p in groups]
+
+
 def test_pushes_of_jobs_with_many_ps_pairs_made_with_numpy_are_the_python_ones(monkeypatch: pytest.MonkeyPatch) -> None:
     """A job with more than ``_PAIRS_IN_PYTHON`` (worker, PS) pairs has its
     push paths made with numpy, after the other jobs'; its rows and every

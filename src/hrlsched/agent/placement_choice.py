@@ -103,6 +103,7 @@ class PlacementChoice:
         self._balance = BalancePlacement()
         self._topology = TopologyPlacement()
         self._point: tuple[int, int] | None = None
+        self._shared: tuple[np.ndarray, np.ndarray] | None = None
         self.choices = 0
         self.departed = 0
 
@@ -170,10 +171,13 @@ class PlacementChoice:
         before, after = free[srv], free[srv] - took
         partly = ((after > 0) & (after < size[srv])).astype(float) - ((before > 0) & (before < size[srv]))
         f[:, 4] = np.bincount(wp // ns, weights=partly, minlength=n)
-        # link load: jobs decided so far on the shared links each crosses
-        shared = np.isin(dp.link_kind, _SHARED_KINDS)
+        # link load: jobs decided so far on the shared links each crosses (the board's index has each
+        # placement's links as a set; a placement with two workers on one GPU counts that PCIe link twice)
+        shared = self._shared_links(dp.link_kind)
+        index = board.index
         for i, c in enumerate(pls):
-            links = crossed_links(topo, dp.link_off, c)
+            x = index.get(c)
+            links = x.links if len(x.per_gpu) == len(c.gpus) else crossed_links(topo, dp.link_off, c)
             links = links[shared[links]]
             f[i, 3] = float(board.link_jobs[links].mean()) if links.size else 0.0
         f[:, 5] = [1.0 if "balance" in s else 0.0 for s in cands.sources]
@@ -181,16 +185,23 @@ class PlacementChoice:
             f[:, 1], f[:, 2] = self._slowdowns(dp, job, pls, np.unique(pairs % ns))
         return f - f[0]
 
+    def _shared_links(self, link_kind: np.ndarray) -> np.ndarray:
+        """Whether each link is of a shared kind (``_SHARED_KINDS``), kept per layout."""
+        if self._shared is None or self._shared[0] is not link_kind:
+            self._shared = (link_kind, np.isin(link_kind, _SHARED_KINDS))
+        return self._shared[1]
+
     def _slowdowns(self, dp: DecisionPoint, job: Job, pls: list[Placement],
                    servers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate: the slowdown the job suffers and the one it causes, in tenths (``features``)."""
         perf = dp.view.perf  # type: ignore[union-attr]
         oj, op = self._neighbours(dp, servers)
-        base = np.maximum(perf.speeds(oj, op), 1e-12) if oj else np.zeros(0)
         top = max(max(perf.alone_speed(job, c) for c in pls), 1e-12)
+        # the neighbours alone, then with the job at each candidate: one solve of them all, apart
+        sps = perf.speeds_apart([(oj, op), *(([*oj, job], [*op, c]) for c in pls)])
+        base = np.maximum(sps[0], 1e-12) if oj else np.zeros(0)
         suffered, caused = np.zeros(len(pls)), np.zeros(len(pls))
-        for i, c in enumerate(pls):
-            sp = perf.speeds([*oj, job], [*op, c])
+        for i, sp in enumerate(sps[1:]):
             suffered[i] = 10.0 * (1.0 - sp[-1] / top)
             caused[i] = 10.0 * float(np.sum(1.0 - sp[:-1] / base)) if oj else 0.0
         return suffered, caused

@@ -579,11 +579,41 @@ class AnalyticModel(PerformanceModel):
         (its GPUs, sockets and links numbered past the others'), where it
         shares nothing, as in an isolated solve (its GPUs hold one worker
         each and its socket counts only its own tasks, exactly)."""
-        t = self.topology
         terms = self._job_terms(jobs, placements, batch)
         if alone:
+            t = self.topology
             G, S, L = t.n_gpus, t.n_sockets, self.capacity.size
             terms = terms + [terms[i].renumbered(k * G, k * S, k * L) for k, i in enumerate(alone, 1)]
+        return self._solve_terms(terms, jobs, isolated)
+
+    def speeds_apart(self, groups: Sequence[tuple[Sequence[Job], Sequence[Placement]]]) -> list[np.ndarray]:
+        """``speeds`` of each group of jobs (at their own batch sizes), the
+        groups apart: one solve of them all, each group on a copy of the
+        cluster of its own (its GPUs, sockets and links numbered past the
+        previous groups', as ``_solve``'s ``alone``), so that no group shares
+        anything with another; the same numbers as one ``speeds`` call per
+        group (every step of a solve is per element, per job, or a sum per
+        GPU, socket or link in the order of its rows, which a copy keeps)."""
+        if len(groups) < 2:
+            return [self.speeds(j, p) for j, p in groups]
+        self._bound_caches()
+        t = self.topology
+        G, S, L = t.n_gpus, t.n_sockets, self.capacity.size
+        terms: list[_Terms] = []
+        every: list[Job] = []
+        for k, (jobs, pls) in enumerate(groups):
+            own = self._job_terms(jobs, pls, np.array([j.batch_size for j in jobs], dtype=np.int64))
+            terms += own if k == 0 else [x.renumbered(k * G, k * S, k * L) for x in own]
+            every += jobs
+        if not terms:
+            return [np.zeros(0) for _ in groups]
+        out = self._solve_terms(terms, every, isolated=False)
+        cut = [0, *itertools.accumulate(len(j) for j, _ in groups)]
+        return [out[cut[i]:cut[i + 1]] for i in range(len(groups))]
+
+    def _solve_terms(self, terms: list[_Terms], jobs: Sequence[Job], isolated: bool) -> np.ndarray:
+        """``_solve`` given the jobs' terms (``jobs``: for the refusal of an asynchronous all-reduce)."""
+        t = self.topology
         n = len(terms)
         jt = np.array([x.job for x in terms])  # per job: workers, PSs, overheads, batch, sync
         over0, bsz = jt[:, 2], jt[:, 3]

@@ -143,6 +143,12 @@ class PerformanceModel(ABC):
         skip worker counts that cannot win."""
         return None
 
+    def speeds_apart(self, groups: Sequence[tuple[Sequence[Job], Sequence[Placement]]]) -> list[np.ndarray]:
+        """``speeds`` of each group of (jobs, placements), each group as if
+        alone on the cluster (its jobs at their own batch sizes); a backend
+        may solve them all in one pass."""
+        return [self.speeds(jobs, pls) for jobs, pls in groups]
+
     def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
                          alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``speeds`` of the jobs, and ``alone_speeds`` of those at positions

@@ -46,6 +46,9 @@ class NoisyPredictor(PerformanceModel):
                batch_sizes: np.ndarray | None = None) -> np.ndarray:
         return self.base.speeds(jobs, placements, batch_sizes) * self._f(jobs)
 
+    def speeds_apart(self, groups: Sequence[tuple[Sequence[Job], Sequence[Placement]]]) -> list[np.ndarray]:
+        return [sp * self._f(jobs) for sp, (jobs, _) in zip(self.base.speeds_apart(groups), groups)]
+
     def efficiency(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
                    progress: np.ndarray) -> np.ndarray:
         return self.base.efficiency(jobs, placements, batch_sizes, progress)
