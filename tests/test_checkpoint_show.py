@@ -44,12 +44,14 @@ def test_show_prints_the_hetero_agents_learned_residual() -> None:
 
 
 def test_show_prints_the_shipped_placement_choices_and_their_families() -> None:
-    """The two shipped learned placements (one per cluster family): their weights, the cases they
-    were trained on and the held-back seeds, none of them an evaluation seed (0-99)."""
+    """The shipped learned placements (one per cluster family; the hetero agent's over its residual):
+    their weights, the cases they were trained on and the held-back seeds, none of them an
+    evaluation seed (0-99)."""
     from hrlsched.agent.placement_choice import PLACEMENT_FEATURES
 
     for name, cases, placement in (("hrl-placement-default.pt", ["default", "comm"], "migrate"),
-                                   ("hrl-placement-ps-small.pt", ["ps-small"], "pack")):
+                                   ("hrl-placement-ps-small.pt", ["ps-small"], "pack"),
+                                   ("hrl-hetero.pt", [], "pack")):  # no --case: its --scenario, hetero
         r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints" / name), "--json"])
         assert r.exit_code == 0, r.output
         info = json.loads(r.output)
