@@ -59,6 +59,12 @@ def test_show_prints_the_shipped_placement_choices_and_their_families() -> None:
         assert info["config"]["cases"] == cases and info["config"]["learn"] == ["placement"], name
         assert info["env_kwargs"]["placement"] == placement, name
         assert min(info["config"]["held_back"]) >= 100, name
+    # the hetero agent's first step, the residual, named by its own training config (its --init path
+    # now holds this file): 6 CEM iterations on hetero
+    first = info["started_from"][0]
+    assert (first["method"], first["scenario"], first["iterations"]) == ("cem", "hetero", 6)
+    r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt")])
+    assert "started from (--init)" in r.output
 
 
 def test_rules_only_writes_the_ablation_as_a_checkpoint(tmp_path: Path) -> None:

@@ -30,6 +30,14 @@ def describe(ck: dict[str, Any]) -> dict[str, Any]:
         out["config"] = ck["config"]
     if "tune" in ck:
         out["tune"] = {k: v for k, v in ck["tune"].items() if k != "config"}
+    # the training configs of the checkpoints it started from (train-es --init), the nearest first:
+    # the path its own config names as --init may hold another file since
+    chain, rec = [], ck.get("init")
+    while isinstance(rec, dict) and isinstance(rec.get("config"), dict):
+        chain.append(rec["config"])
+        rec = rec.get("init")
+    if chain:
+        out["started_from"] = chain
     if isinstance(ck.get("net"), dict):
         out["net"] = ck["net"]
     if isinstance(ck.get("residual"), dict):  # the learned residual over the rules (agent.residual)
@@ -128,6 +136,12 @@ def register(app: typer.Typer) -> None:
         if "config" in info:
             t = Table(title="training config", title_justify="left", show_header=False)
             for k, v in info["config"].items():
+                t.add_row(k, _text(v))
+            con.print(t)
+        for i, c in enumerate(info.get("started_from", []), 1):
+            t = Table(title=f"started from (--init): that checkpoint's training config{f', {i} steps back' if i > 1 else ''}",
+                      title_justify="left", show_header=False)
+            for k, v in c.items():
                 t.add_row(k, _text(v))
             con.print(t)
         if "parameters" in info:
