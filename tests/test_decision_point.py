@@ -166,6 +166,22 @@ def test_placement_index_crosses_the_links_of_crossed_links() -> None:
             assert sorted(got.tolist()) == sorted(set(crossed_links(topo, off, pl).tolist()))
 
 
+def test_placement_index_starts_again_past_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The index keeps at most its bound of placements (a long episode, the learned placement's
+    candidates), and an entry made again after it starts over is the same."""
+    import hrlsched.envs.board as board
+
+    monkeypatch.setattr(board, "_INDEX_ENTRIES", 8)
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(count=4)], racks=2))
+    index = PlacementIndex(topo, link_layout(topo)[0])
+    pls = [Placement.of([g, (g + 9) % topo.n_gpus], [g % topo.n_sockets]) for g in range(30)]
+    first = [index.get(pl) for pl in pls]
+    assert len(index._cache) <= 9 and len(index._by_id) <= 9
+    for pl, e in zip(pls, first):
+        again = index.get(Placement.of(list(pl.gpus), list(pl.ps_sockets)))  # another object: by value
+        assert again.links.tolist() == e.links.tolist() and again.per_server == e.per_server
+
+
 def test_slots_the_predictor_cannot_price_are_masked() -> None:
     """A measured backend has no speed for some placements (its tables end)
     and raises there; the candidates that would need one are masked, so a

@@ -322,6 +322,9 @@ class Indexed:
         self.gpus, self.ps, self.links, self.per_gpu, self.per_server = gpus, ps, links, per_gpu, per_server
 
 
+_INDEX_ENTRIES = 65536  # placements a ``PlacementIndex`` keeps (each way) before it starts again
+
+
 class PlacementIndex:
     """What the board needs of a placement, computed once per placement
     (an episode sees the same placements again and again): its GPUs and
@@ -351,8 +354,10 @@ class PlacementIndex:
             return e[1]
         v = self._cache.get(pl)
         if v is None:
+            if len(self._cache) > _INDEX_ENTRIES:  # (a long episode, or the learned placement's candidates)
+                self._cache.clear()
             v = self._cache[pl] = self._make(pl)
-        if len(self._by_id) > 65536:
+        if len(self._by_id) > _INDEX_ENTRIES:
             self._by_id.clear()
         self._by_id[id(pl)] = (pl, v)  # holds ``pl``, so its id is not reused while it is here
         return v
