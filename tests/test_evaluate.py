@@ -340,6 +340,9 @@ def test_explain_and_evaluate_count_the_learned_placements_departures(tmp_path: 
     ev = {"scenario": "default", "overrides": [], "seeds": [0], "checkpoint": "p.pt", "hint": None, "rows": [],
           "rivals": [], "departures": {"choices": 5, "counts": {"same as the rules": 5}, "seed": 0, "placement": p}}
     assert f"{line} would" in format_table(ev)
+    r = invoke("evaluate", "--seeds", "0", "--no-ablate", "--policies", "fifo", "--checkpoint", str(tmp_path / "p.pt"),
+               "--out", str(tmp_path / "e"), "--workers", "1", *TINY)
+    assert r.exit_code == 0 and line in r.output, r.output  # without the ablation rows too
 
 
 def test_the_targets_read_the_room_taken_from_the_lookahead_row() -> None:

@@ -251,7 +251,9 @@ def evaluate(
                  unfinished.get(label, 0))
             for label in [*(lb for lb in labels if lb in kinds), BOUND]]
     departures = None
-    if ablate:
+    from hrlsched.agent.placement_choice import placement_weights
+
+    if ablate or placement_weights(agent_ck) is not None:  # (a learned placement's count needs no ablation row)
         departures = _departures(out, scenario, overrides, agent_cfgs[0], cks[AGENT], dump_run_config)
     ev = {
         "scenario": scenario, "overrides": overrides, "seeds": seeds, "checkpoint": str(source),
