@@ -39,7 +39,7 @@ def test_show_prints_the_hetero_agents_learned_residual() -> None:
     r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt"), "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
-    assert list(info["residual"]) == list(RESIDUAL_FEATURES) and any(info["residual"].values())
+    assert set(info["residual"]) <= set(RESIDUAL_FEATURES) and any(info["residual"].values())
     assert info["config"]["method"] == "cem" and info["config"]["scenario"] == "hetero"  # train-es's config
 
 

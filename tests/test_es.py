@@ -33,8 +33,13 @@ def test_a_zero_residual_is_the_rules() -> None:
     # zero weights on every learned part the shipped agent has are the rules too (a part not learned is the
     # starting checkpoint's: its selector stays where only the residual is learned)
     n = PARTS["selector"]
-    assert _episode(None, case, 101, np.zeros(7 + n), ("residual", "selector")) == (jct, steps)
+    assert _episode(None, case, 101, np.zeros(PARTS["residual"] + n), ("residual", "selector")) == (jct, steps)
     assert _episode(None, case, 101, np.zeros(n), ("selector",)) == (jct, steps)
+    from hrlsched.agent.residual import RESIDUAL_FEATURES
+
+    w = np.zeros(PARTS["residual"])
+    w[RESIDUAL_FEATURES.index("half_x_arrived")] = 50.0  # halves only where jobs arrived lately
+    assert _episode(None, case, 101, w)[0] != jct  # the policy gives the residual each point's arrived
 
 
 @pytest.mark.parametrize("method", ["es", "cem"])
@@ -49,6 +54,13 @@ def test_resume_continues_as_one_run_and_settings_must_match(tmp_path: Path, met
         train(cfg(sigma=0.2, method=method), tmp_path / "b", resume=True)
     with pytest.raises(ValueError, match="already"):
         train(cfg(method=method), tmp_path / "b")
+    from hrlsched.agent.common import checkpoint as common
+
+    st = common.read(tmp_path / "b" / "state.pt")  # a run of a version whose residual had 2 features fewer
+    st["theta"] = np.asarray(st["theta"])[:-2]
+    common.save(tmp_path / "b" / "state.pt", st)
+    with pytest.raises(ValueError, match="this version's have"):
+        train(cfg(method=method), tmp_path / "b", resume=True)
 
 
 def test_bad_settings_are_refused() -> None:
@@ -139,9 +151,10 @@ def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() 
     dyn[2, F.DYN_FEATURES.index("is_hint")] = 1
     cluster = np.zeros(len(F.CLUSTER_FEATURES), dtype=np.float32)
     cluster[F.CLUSTER["queued_jobs"]], cluster[F.CLUSTER["free_gpus_before"]] = 0.5, 0.25
-    f = dict(zip(RESIDUAL_FEATURES, residual_features(cluster, base, dyn, ix).T))
+    f = dict(zip(RESIDUAL_FEATURES, residual_features(cluster, base, dyn, ix, arrived=0.375).T))
     assert list(f["double"]) == [0, 0, 0, 1, 0] and list(f["half"]) == [0, 0, 0, 0, 1]
     assert f["double_x_free"][3] == 0.25 and f["half_x_queued"][4] == 0.5
+    assert list(f["double_x_arrived"]) == [0, 0, 0, 0.375, 0] and list(f["half_x_arrived"]) == [0, 0, 0, 0, 0.375]
     assert abs(f["d_speed"][3] - 0.6) < 1e-6 and f["d_speed"][:3].tolist() == [0, 0, 0]
     dyn[:, F.DYN_FEATURES.index("is_hint")] = [0, 1, 0, 0, 0]  # the hint keeps: no residual
     assert not residual_features(cluster, base, dyn, ix).any()
@@ -156,10 +169,15 @@ def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it
     from hrlsched.experiments.ablation import rules_only
 
     ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
-    w = np.arange(7, dtype=float) / 10
+    w = np.arange(9, dtype=float) / 10
     common.save(tmp_path / "r.pt", with_residual(ck, w))
     np.testing.assert_array_equal(HRLScheduler(tmp_path / "r.pt").residual, w)
     assert "residual" not in rules_only(with_residual(ck, w))
+    # a file made before the arrived features: they weigh 0 (the same choices)
+    old = with_residual(ck, w)
+    old["residual"] = {"features": old["residual"]["features"][:7], "weights": old["residual"]["weights"][:7]}
+    common.save(tmp_path / "old.pt", old)
+    np.testing.assert_array_equal(HRLScheduler(tmp_path / "old.pt").residual, np.append(w[:7], [0.0, 0.0]))
     bad = with_residual(ck, w)
     bad["residual"] = {"features": ["d_workers"], "weights": [1.0]}
     common.save(tmp_path / "bad.pt", bad)
@@ -228,7 +246,7 @@ def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
     assert not _start(ck, ("residual", "selector"), "x").any()
     w = np.arange(PARTS["selector"], dtype=float).reshape(len(SELECTOR_POLICIES), -1)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")
-    np.testing.assert_array_equal(got, np.concatenate([np.zeros(7), w.ravel()]))
+    np.testing.assert_array_equal(got, np.concatenate([np.zeros(PARTS["residual"]), w.ravel()]))
 
 
 def test_a_selector_saved_with_fewer_features_loads_with_the_others_at_zero() -> None:

@@ -338,6 +338,9 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
     state_path = out / "state.pt"
     if resume:
         state = _load_state(state_path, same)
+        if np.shape(state.theta) != (dim,):  # a part that gained features since (agent.residual's arrived)
+            raise ValueError(f"--resume: {state_path} holds {np.size(state.theta)} weights of {list(cfg.learn)}, "
+                             f"this version's have {dim}; start another --out")
         write_text(out / "config.yaml", cfg_text)
     else:
         if state_path.exists():

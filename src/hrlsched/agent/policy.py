@@ -28,9 +28,9 @@ from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
-from hrlsched.agent.residual import residual_scores, residual_weights
+from hrlsched.agent.residual import ARRIVED, residual_scores, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point, rules_scores
-from hrlsched.agent.selector import Selector, selector_weights
+from hrlsched.agent.selector import Selector, arrived_share, selector_weights
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision, Scheduler
 from hrlsched.envs import features as F
@@ -131,7 +131,7 @@ class HRLScheduler(Scheduler):
         assert dp is not None, "HRLScheduler: reset() first"
         more = dp.begin(view)
         if self.part == "allocate" and self.net.static:
-            return self._decide_static(dp, more)
+            return self._decide_static(dp, more, view)
         with torch.inference_mode():
             while more:
                 batch = {k: torch.as_tensor(v).unsqueeze(0) for k, v in trim_jobs(dp.observation()).items()}
@@ -141,7 +141,7 @@ class HRLScheduler(Scheduler):
                 self.steps += 1
         return dp.decision()
 
-    def _decide_static(self, dp: Any, more: bool) -> Decision:
+    def _decide_static(self, dp: Any, more: bool, view: ClusterView) -> Decision:
         """A level-1 network that encodes a point once: the encoding with
         torch, then each job's candidates with the scorer in numpy (the same
         function, without torch's per-call overhead on a handful of rows,
@@ -152,6 +152,8 @@ class HRLScheduler(Scheduler):
         scorer = self._scorer
         encoded = scorer.silent  # a silenced scorer reads no encoding: none is made
         light = scorer.silent and scorer.residual is None  # the rules alone: only what they read is made
+        if scorer.residual is not None and scorer.residual[list(ARRIVED)].any():
+            scorer.arrived = arrived_share(view)  # the point's, read by the residual (``agent.residual``)
         while more:
             if light:
                 speed, hint, workers, ix = dp.rule_rows()
@@ -186,10 +188,13 @@ class CandidateScorer:
     only. The sums are taken in another order than the network's, so the
     logits differ from its by float rounding (about 1e-7 relative).
     ``residual``: the weights of a learned residual over the rules
-    (``agent.residual``), added to the scores; None: none."""
+    (``agent.residual``), added to the scores; None: none. ``arrived``:
+    the point's share of recently arrived demand that the residual reads
+    (``agent.selector.arrived_share``), set at each point where it is weighted."""
 
     def __init__(self, net: Any, residual: np.ndarray | None = None) -> None:
         self.residual = residual
+        self.arrived = 0.0
         def layers(seq: torch.nn.Sequential) -> list[tuple[np.ndarray, np.ndarray]]:
             return [(m.weight.detach().numpy().T.copy(), m.bias.detach().numpy().copy())
                     for m in seq if isinstance(m, torch.nn.Linear)]
@@ -237,7 +242,8 @@ class CandidateScorer:
         the same BLAS products as ``@`` with less overhead per call.)"""
         if self.silent:
             out = add_rules(np.zeros(len(ix), dtype=np.result_type(dyn, self._v)), dyn, base, ix, self.gap, self.bonus)
-            return out if self.residual is None else out + residual_scores(self.residual, cluster, base, dyn, ix)
+            return out if self.residual is None else out + residual_scores(self.residual, cluster, base, dyn, ix,
+                                                                           self.arrived)
         assert self._pj is not None and self._hc is not None, "CandidateScorer: point() first"
         z = np.concatenate((cluster, context)).dot(self._g_cc)
         z += self._pj[k]
@@ -253,5 +259,5 @@ class CandidateScorer:
         np.maximum(h, 0.0, out=h)
         out = add_rules(h.dot(self._v) + self._u, dyn, base, ix, self.gap, self.bonus)
         if self.residual is not None:
-            out = out + residual_scores(self.residual, cluster, base, dyn, ix)
+            out = out + residual_scores(self.residual, cluster, base, dyn, ix, self.arrived)
         return out

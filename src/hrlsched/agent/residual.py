@@ -12,13 +12,24 @@ way. With all weights 0 the agent is its rules, to the bit. The features
   GPUs free and of jobs queued at the point;
 - ``half``, ``half_x_free``, ``half_x_queued``: the same for half the hint's
   workers;
-- ``d_speed``: predicted progress over the request, minus the hint slot's.
+- ``d_speed``: predicted progress over the request, minus the hint slot's;
+- ``double_x_arrived``, ``half_x_arrived``: twice or half the hint's workers
+  times ``arrived``, the GPUs requested by the jobs that arrived within the
+  last hour over the cluster's (the selector's feature,
+  ``agent.selector.arrived_share``).
 
 Why these: the choice the lookahead took most often over the rules is a job
 at twice (or half) the hint's workers (``docs/headroom.md``), and whether
 that pays depends on the room left. A weight on a monotone feature (the
 workers themselves) instead makes the extreme slot win everywhere once it
 passes the rules' margin (the hint's bonus, 1): every job at 32 workers.
+Why ``arrived`` (added after the others): the hetero agent's residual,
+trained at full load, halves the hint's workers where many GPUs are free,
+and so loses to its rules at a quarter of that load (``docs/agent.md``);
+free GPUs and queued jobs do not tell a light load from a burst of free
+GPUs while jobs keep arriving, and ``arrived`` does.
+A checkpoint that names fewer features (made before some were added) loads
+with the missing ones weighted 0: the same choices.
 
 A checkpoint carries them as ``residual = {"features": [...], "weights": [...]}``;
 ``hrlsched train-es`` learns the weights (``agent.es``)."""
@@ -33,13 +44,16 @@ from hrlsched.envs import features as F
 from hrlsched.envs.candidates import KEEP
 from hrlsched.errors import CheckpointError
 
-RESIDUAL_FEATURES = ("double", "double_x_free", "double_x_queued", "half", "half_x_free", "half_x_queued", "d_speed")
+RESIDUAL_FEATURES = ("double", "double_x_free", "double_x_queued", "half", "half_x_free", "half_x_queued", "d_speed",
+                     "double_x_arrived", "half_x_arrived")
+ARRIVED = (RESIDUAL_FEATURES.index("double_x_arrived"), RESIDUAL_FEATURES.index("half_x_arrived"))
 _WORKERS, _ARCH, _MODE = F.CANDIDATE["workers"], F.CANDIDATE["arch_ps"], F.CANDIDATE["mode_async"]
 _QUEUED, _FREE = F.CLUSTER["queued_jobs"], F.CLUSTER["free_gpus_before"]
 _SPEED, _HINT = F.DYN_FEATURES.index("speed_vs_requested"), F.DYN_FEATURES.index("is_hint")
 
 
-def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix: np.ndarray) -> np.ndarray:
+def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix: np.ndarray,
+                      arrived: float = 0.0) -> np.ndarray:
     """(valid slots, ``RESIDUAL_FEATURES``) for one choice
     (``DecisionPoint.allocation_rows``' arrays): each feature is the score
     ``residual_scores`` gives with a weight of 1 on it alone (one
@@ -47,23 +61,24 @@ def residual_features(cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray, ix
     eye = np.eye(len(RESIDUAL_FEATURES))
     out = np.zeros((len(ix), len(RESIDUAL_FEATURES)), dtype=np.float64)
     for i in range(len(RESIDUAL_FEATURES)):
-        out[:, i] = residual_scores(eye[i], cluster, base, dyn, ix)
+        out[:, i] = residual_scores(eye[i], cluster, base, dyn, ix, arrived)
     return out
 
 
 def residual_scores(weights: np.ndarray, cluster: np.ndarray, base: np.ndarray, dyn: np.ndarray,
-                    ix: np.ndarray) -> np.ndarray | float:
+                    ix: np.ndarray, arrived: float = 0.0) -> np.ndarray | float:
     """The residual's score of each valid slot: its features weighted, with the per-point factors
     folded into two scalars first (a decision point makes hundreds of
     choices: fewer array operations each). 0.0 where the hint's slot is
-    *wait*, *keep* or missing."""
+    *wait*, *keep* or missing. ``arrived``: the point's (``arrived_share``)."""
     h = int(dyn[:, _HINT].argmax())
     if dyn[h, _HINT] <= 0 or ix[h] <= KEEP:
         return 0.0
     free, queued = float(cluster[_FREE]), float(cluster[_QUEUED])
     w = weights
-    up = w[0] + w[1] * free + w[2] * queued
-    down = w[3] + w[4] * free + w[5] * queued
+    # (the ``arrived`` terms last: a file without them gives the same sums, to the bit)
+    up = w[0] + w[1] * free + w[2] * queued + w[7] * arrived
+    down = w[3] + w[4] * free + w[5] * queued + w[8] * arrived
     wk, hw = base[:, _WORKERS], base[h, _WORKERS]
     same = (base[:, _ARCH] == base[h, _ARCH]) & (base[:, _MODE] == base[h, _MODE])
     out = (up * (same & (np.abs(wk - 2.0 * hw) < 1e-6)) + down * (same & (np.abs(wk - 0.5 * hw) < 1e-6))
@@ -78,13 +93,19 @@ def residual_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarr
     r = ck.get("residual")
     if r is None:
         return None
-    if list(r.get("features", [])) != list(RESIDUAL_FEATURES):
-        raise CheckpointError(f"{source}: its residual's features {r.get('features')} are not this version's "
-                              f"{list(RESIDUAL_FEATURES)}")
-    w = np.asarray(r.get("weights", []), dtype=np.float64)
-    if w.shape != (len(RESIDUAL_FEATURES),) or not np.all(np.isfinite(w)):
-        raise CheckpointError(f"{source}: residual weights: expected {len(RESIDUAL_FEATURES)} finite numbers")
-    return w
+    names = list(r.get("features", []))
+    if not names or len(set(names)) != len(names) or any(f not in RESIDUAL_FEATURES for f in names):
+        raise CheckpointError(f"{source}: its residual's features {r.get('features')} are not some of this "
+                              f"version's {list(RESIDUAL_FEATURES)}")
+    try:
+        w = np.asarray(r.get("weights", []), dtype=np.float64)
+    except (TypeError, ValueError):
+        w = np.zeros(0)
+    if w.shape != (len(names),) or not np.all(np.isfinite(w)):
+        raise CheckpointError(f"{source}: residual weights: expected {len(names)} finite numbers, one per feature")
+    out = np.zeros(len(RESIDUAL_FEATURES))
+    out[[RESIDUAL_FEATURES.index(f) for f in names]] = w  # a feature the file lacks: weight 0
+    return out
 
 
 def with_residual(ck: dict[str, Any], weights: np.ndarray | None) -> dict[str, Any]:

@@ -75,6 +75,15 @@ RECENT_DECAY = 0.5  # ``recent`` halves at each point, and gains 1 where a heuri
 ARRIVED_WINDOW_S = 3600.0  # ``arrived`` counts the jobs that arrived this recently
 
 
+def arrived_share(view: ClusterView, req: np.ndarray | None = None) -> float:
+    """``arrived`` at this point: the GPUs requested by the active jobs that
+    arrived within ``ARRIVED_WINDOW_S`` over the cluster's, capped at 1
+    (``req``: the jobs' requested GPUs, where already made)."""
+    if req is None:
+        req = np.fromiter((j.requested_gpus for j in view.jobs), dtype=float, count=len(view.jobs))
+    return min(float(req[view.age_s() <= ARRIVED_WINDOW_S].sum()) / max(view.gpu_tasks.size, 1), 1.0)
+
+
 def point_features(view: ClusterView, own: Decision) -> np.ndarray:
     """``POINT_FEATURES`` of a decision point, where the agent's own
     decision is ``own``."""
@@ -87,10 +96,9 @@ def point_features(view: ClusterView, own: Decision) -> np.ndarray:
     used = sum(len(p.gpus) for p in own.placements.values())
     # started, stopped or moved (None != a placement)
     moves = sum(own.placements.get(j.job_id) != p for j, p in zip(view.jobs, view.placements))
-    arrived = float(req[view.age_s() <= ARRIVED_WINDOW_S].sum()) / gpus
     return np.array([1.0, float(np.count_nonzero(view.gpu_tasks == 0)) / gpus,
                      float(len(view.jobs) - np.count_nonzero(running)) / n, min(demand / 4.0, 1.0), never / n,
-                     max(0.0, 1.0 - used / gpus), moves / n, min(arrived, 1.0)])
+                     max(0.0, 1.0 - used / gpus), moves / n, arrived_share(view, req)])
 
 
 class Selector:

@@ -50,6 +50,19 @@ class _Watcher:
         self.examples: list[dict[str, Any]] = []
         self.keep = examples  # None: every departure
 
+    @property
+    def residual(self) -> Any:  # the agent's: the policy sets ``arrived`` where it reads it
+        return self.scorers["agent"].residual
+
+    @property
+    def arrived(self) -> float:
+        return float(self.scorers["agent"].arrived)
+
+    @arrived.setter
+    def arrived(self, value: float) -> None:
+        for s in self.scorers.values():
+            s.arrived = value
+
     def point(self, hj: np.ndarray, pooled: np.ndarray) -> None:
         for s in self.scorers.values():  # the networks share the encoder: one encoding serves all
             s.point(hj, pooled)
