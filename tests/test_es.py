@@ -80,6 +80,17 @@ def test_bad_settings_are_refused() -> None:
         cfg(learn=("residual",), drop=("arrived",))  # no selector learned
     with pytest.raises(ValueError, match="drop"):
         cfg(learn=("selector",), drop=("nosuch",))
+    with pytest.raises(ValueError, match="drop"):
+        cfg(learn=("selector",), drop=("half",))  # a residual feature, no residual learned
+    from hrlsched.agent.residual import RESIDUAL_FEATURES
+    from hrlsched.agent.selector import SELECTOR_FEATURES, SELECTOR_POLICIES
+
+    # a residual feature dropped where both parts learn: its one weight, the selector's untouched
+    m = cfg(learn=("selector", "residual"), drop=("half_x_arrived", "idle")).mask()
+    n = PARTS["selector"]
+    assert m[n:].tolist() == [0.0 if f == "half_x_arrived" else 1.0 for f in RESIDUAL_FEATURES]
+    assert m[:n].reshape(len(SELECTOR_POLICIES), -1)[:, SELECTOR_FEATURES.index("idle")].tolist() == [0.0] * 4
+    assert m[:n].sum() == n - len(SELECTOR_POLICIES)
 
 
 def test_a_dropped_feature_is_held_at_zero_with_the_same_draws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -46,9 +46,10 @@ held-back gain so far, and ``curve.csv``/``curve.png`` the curve. A run
 from learned weights measures them first (iteration 0 of the curve): its
 ``best.pt`` is the start until an iteration beats it on the held-back seeds.
 
-``drop``: selector features whose weights are held at 0 (the feature is not
-read): the ablation of a feature, with the same draws as the run with it
-(the perturbations are drawn whole, then masked).
+``drop``: selector or residual features whose weights are held at 0 (the
+feature is not read): the ablation of a feature, with the same draws as the
+run with it (the perturbations are drawn whole, then masked); or a search
+over fewer weights (the residual's halving alone, say).
 """
 
 from __future__ import annotations
@@ -107,7 +108,7 @@ class ESConfig:
     # beyond the 95% interval of its worst case (each case's gains over the held-back seeds; 0 where no case
     # loses beyond its interval, as "learning never hurts" reads), ties by the mean
     select: str = "mean"
-    drop: tuple[str, ...] = ()  # selector features held at 0: a feature's ablation, with the same draws
+    drop: tuple[str, ...] = ()  # selector or residual features held at 0: a feature's ablation, with the same draws
 
     def __post_init__(self) -> None:
         for name in ("iterations", "pairs", "seeds_per_pair", "eval_every", "workers"):
@@ -127,8 +128,9 @@ class ESConfig:
             raise ValueError(f"es method: expected 'es' or 'cem', got {self.method!r}")
         if not self.learn or len(set(self.learn)) != len(self.learn) or any(p not in PARTS for p in self.learn):
             raise ValueError(f"es learn: expected distinct parts among {sorted(PARTS)}, got {list(self.learn)}")
-        if self.drop and ("selector" not in self.learn or any(f not in SELECTOR_FEATURES for f in self.drop)):
-            raise ValueError(f"es drop: expected features of the learned selector among {list(SELECTOR_FEATURES)}, "
+        named = {f for p, names in _FEATURES.items() if p in self.learn for f in names}
+        if self.drop and (len(set(self.drop)) != len(self.drop) or any(f not in named for f in self.drop)):
+            raise ValueError(f"es drop: expected features of the learned selector or residual among {sorted(named)}, "
                              f"got {list(self.drop)}")
         if self.cases and self.overrides:
             raise ValueError("es cases: each case carries its overrides (SCENARIO@key=value,...); give no --set with them")
@@ -152,11 +154,15 @@ class ESConfig:
     def mask(self) -> np.ndarray:
         """1 for each weight that learns, 0 for the weights of ``drop``."""
         m = np.ones(self.dim)
-        if self.drop:
-            i = sum(PARTS[p] for p in self.learn[: self.learn.index("selector")])
-            sel = m[i:i + PARTS["selector"]].reshape(len(SELECTOR_POLICIES), len(SELECTOR_FEATURES))
-            sel[:, [SELECTOR_FEATURES.index(f) for f in self.drop]] = 0.0
+        for part, names in _FEATURES.items():
+            cols = [names.index(f) for f in self.drop if f in names]
+            if cols and part in self.learn:
+                i = sum(PARTS[p] for p in self.learn[: self.learn.index(part)])
+                m[i:i + PARTS[part]].reshape(-1, len(names))[:, cols] = 0.0  # (the selector's: one row per policy)
         return m
+
+
+_FEATURES = {"selector": SELECTOR_FEATURES, "residual": RESIDUAL_FEATURES}  # the parts whose features may be dropped
 
 
 def _case(text: str) -> tuple[str, tuple[str, ...]]:

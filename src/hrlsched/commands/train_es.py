@@ -37,7 +37,7 @@ def register(app: typer.Typer) -> None:
         select: Annotated[str, typer.Option(help="which held-back evaluation becomes best.pt: mean (the highest mean "
                                             "gain) or worst-case (the case that loses most beyond its 95% interval "
                                             "loses least; ties by the mean)")] = "mean",
-        drop_feature: Annotated[Optional[list[str]], typer.Option("--drop-feature", help="a selector feature "  # noqa: UP045
+        drop_feature: Annotated[Optional[list[str]], typer.Option("--drop-feature", help="a selector or residual feature "  # noqa: UP045
                                                                   "held at weight 0, not read: its ablation, with "
                                                                   "the same draws (repeatable)")] = None,
         out: Annotated[Path, typer.Option(help="folder: config.yaml, state.pt, best.pt, curve.csv")] = Path("runs/es"),
