@@ -39,8 +39,10 @@ def test_show_prints_the_hetero_agents_learned_residual() -> None:
     r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt"), "--json"])
     assert r.exit_code == 0, r.output
     info = json.loads(r.output)
-    assert set(info["residual"]) <= set(RESIDUAL_FEATURES) and any(info["residual"].values())
-    assert info["config"]["method"] == "cem" and info["config"]["scenario"] == "hetero"  # train-es's config
+    assert list(info["residual"]) == list(RESIDUAL_FEATURES) and info["residual"]["half_x_arrived"] > 0
+    # train-es's config: both loads, the residual's halving weights alone learned
+    assert info["config"]["method"] == "cem" and info["config"]["cases"] == ["hetero", "hetero@workload.duration_h=32"]
+    assert not any(info["residual"][f] for f in info["config"]["drop"])
 
 
 def test_show_prints_the_shipped_placement_choices_and_their_families() -> None:
@@ -49,20 +51,21 @@ def test_show_prints_the_shipped_placement_choices_and_their_families() -> None:
     evaluation seed (0-99)."""
     from hrlsched.agent.placement_choice import PLACEMENT_FEATURES
 
-    for name, cases, placement in (("hrl-placement-default.pt", ["default", "comm"], "migrate"),
-                                   ("hrl-placement-ps-small.pt", ["ps-small"], "pack"),
-                                   ("hrl-hetero.pt", [], "pack")):  # no --case: its --scenario, hetero
+    quarter = ["hetero", "hetero@workload.duration_h=32"]
+    for name, cases, placement, learn in (("hrl-placement-default.pt", ["default", "comm"], "migrate", "placement"),
+                                          ("hrl-placement-ps-small.pt", ["ps-small"], "pack", "placement"),
+                                          ("hrl-hetero.pt", quarter, "pack", "residual")):
         r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints" / name), "--json"])
         assert r.exit_code == 0, r.output
         info = json.loads(r.output)
         assert list(info["placement"]) == list(PLACEMENT_FEATURES) and all(info["placement"].values()), name
-        assert info["config"]["cases"] == cases and info["config"]["learn"] == ["placement"], name
+        assert info["config"]["cases"] == cases and info["config"]["learn"] == [learn], name
         assert info["env_kwargs"]["placement"] == placement, name
         assert min(info["config"]["held_back"]) >= 100, name
-    # the hetero agent's first step, the residual, named by its own training config (its --init path
-    # now holds this file): 6 CEM iterations on hetero
-    first = info["started_from"][0]
-    assert (first["method"], first["scenario"], first["iterations"]) == ("cem", "hetero", 6)
+    # the hetero agent's earlier steps, each named by its own training config (its --init path now holds
+    # this file): the placement choice (8 CEM iterations), over the first residual (6 CEM iterations on hetero)
+    steps = [(s["method"], s["scenario"], s["iterations"]) for s in info["started_from"]]
+    assert steps == [("cem", "hetero", 8), ("cem", "hetero", 6)]
     r = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt")])
     assert "started from (--init)" in r.output
 

@@ -27,7 +27,7 @@ Why ``arrived`` (added after the others): the hetero agent's residual,
 trained at full load, halves the hint's workers where many GPUs are free,
 and so loses to its rules at a quarter of that load (``docs/agent.md``);
 free GPUs and queued jobs do not tell a light load from a burst of free
-GPUs while jobs keep arriving, and ``arrived`` does. Three runs with it
+GPUs while jobs keep arriving, and ``arrived`` does. Four runs with it
 found no weights that keep the full-load gain without the quarter-load
 loss (``docs/agent.md``): the shipped ``hrl-hetero.pt`` predates it.
 A checkpoint that names fewer features (made before some were added) loads
