@@ -90,8 +90,9 @@ def residual_scores(weights: np.ndarray, cluster: np.ndarray, base: np.ndarray, 
 
 
 def residual_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarray | None:
-    """The residual's weights of a loaded checkpoint (None: it has none);
-    ``CheckpointError`` if its features are not this version's."""
+    """The residual's weights of a loaded checkpoint, in ``RESIDUAL_FEATURES``'
+    order (None: it has none; a feature the file does not name: 0);
+    ``CheckpointError`` if it names one that is not this version's."""
     r = ck.get("residual")
     if r is None:
         return None
