@@ -27,9 +27,11 @@ Why ``arrived`` (added after the others): the hetero agent's residual,
 trained at full load, halves the hint's workers where many GPUs are free,
 and so loses to its rules at a quarter of that load (``docs/agent.md``);
 free GPUs and queued jobs do not tell a light load from a burst of free
-GPUs while jobs keep arriving, and ``arrived`` does. Four runs with it
-found no weights that keep the full-load gain without the quarter-load
-loss (``docs/agent.md``): the shipped ``hrl-hetero.pt`` predates it.
+GPUs while jobs keep arriving, and ``arrived`` does. Searched over all
+nine weights, no run found a residual that keeps the full-load gain
+without the quarter-load loss; over the four halving weights alone (the
+others held at 0, ``train-es --drop-feature``) one did, and it is the
+shipped ``hrl-hetero.pt``'s (``docs/agent.md``).
 A checkpoint that names fewer features (made before some were added) loads
 with the missing ones weighted 0: the same choices.
 
