@@ -171,6 +171,46 @@ def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() 
     assert not residual_features(cluster, base, dyn, ix).any()
 
 
+def test_residual_rows_are_what_the_residual_reads_of_allocation_rows() -> None:
+    """The agent with a residual over a silenced scorer decides on ``rule_rows`` and ``residual_rows``
+    alone: at every choice of a run of the hetero agent they equal those columns of ``allocation_rows``,
+    and the residual scores them the same, to the bit."""
+    from hrlsched.agent import residual as R
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.envs.decision import DecisionPoint
+    from hrlsched.run import simulate
+
+    pol = HRLScheduler(str(Path(R.__file__).parent / "checkpoints" / "hrl-hetero.pt"))
+    assert pol.residual is not None and pol.residual[list(R.ARRIVED)].any()
+    checked = [0, 0]
+
+    def check(dp):  # noqa: ANN001, ANN202
+        free, queued, arch, mode = light(dp)
+        speed, hint, workers, ix = dp.rule_rows()
+        _, cluster, _, base, dyn, _ = dp.allocation_rows()
+        assert (free, queued) == (float(cluster[R._FREE]), float(cluster[R._QUEUED]))
+        np.testing.assert_array_equal(arch, base[:, R._ARCH])
+        np.testing.assert_array_equal(mode, base[:, R._MODE])
+        for w in (pol.residual, np.arange(1.0, 1.0 + len(R.RESIDUAL_FEATURES))):  # every weight counts
+            a = R.residual_scores_on(w, free, queued, workers, arch, mode, speed, hint, ix, 0.25)
+            np.testing.assert_array_equal(a, R.residual_scores(w, cluster, base, dyn, ix, 0.25))
+        checked[0] += 1
+        checked[1] += bool(np.any(R.residual_scores_on(pol.residual, free, queued, workers, arch, mode, speed, hint,
+                                                       ix, 0.25)))
+        return free, queued, arch, mode
+
+    light = DecisionPoint.residual_rows
+    cfg = resolve_run_config("hetero", "hrl", 2, ["workload.jobs=30", "workload.duration_h=2",
+                                                  "workload.open_fraction=0.5"])
+    try:
+        DecisionPoint.residual_rows = check  # type: ignore[method-assign]
+        simulate(cfg, scheduler=pol)
+    finally:
+        DecisionPoint.residual_rows = light  # type: ignore[method-assign]
+    assert checked[0] > 30 and checked[1] > 10, checked  # choices, and ones the residual scores
+
+
 def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it(tmp_path: Path) -> None:
     from hrlsched.agent import checkpoint as ckpt
     from hrlsched.agent.common import checkpoint as common

@@ -28,7 +28,7 @@ from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
-from hrlsched.agent.residual import ARRIVED, residual_scores, residual_weights
+from hrlsched.agent.residual import ARRIVED, residual_scores, residual_scores_on, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point, rules_scores
 from hrlsched.agent.selector import Selector, arrived_share, selector_weights
 from hrlsched.cluster.topology import Topology
@@ -151,13 +151,18 @@ class HRLScheduler(Scheduler):
             self._scorer = CandidateScorer(self.net, self.residual)
         scorer = self._scorer
         encoded = scorer.silent  # a silenced scorer reads no encoding: none is made
-        light = scorer.silent and scorer.residual is None  # the rules alone: only what they read is made
+        light = scorer.silent  # the rules (and a residual): only what they read is made
         if scorer.residual is not None and scorer.residual[list(ARRIVED)].any():
             scorer.arrived = arrived_share(view)  # the point's, read by the residual (``agent.residual``)
         while more:
             if light:
                 speed, hint, workers, ix = dp.rule_rows()
-                more = dp.act(int(ix[rules_scores(speed, hint, workers, ix, scorer.gap, scorer.bonus).argmax()]))
+                s = rules_scores(speed, hint, workers, ix, scorer.gap, scorer.bonus)
+                if scorer.residual is not None:  # (as ``CandidateScorer.score``'s sum)
+                    free, queued, arch, mode = dp.residual_rows()
+                    s = s + residual_scores_on(scorer.residual, free, queued, workers, arch, mode, speed, hint, ix,
+                                               scorer.arrived)
+                more = dp.act(int(ix[s.argmax()]))
                 self.steps += 1
                 continue
             if not encoded:  # a new point: encode it once

@@ -76,17 +76,27 @@ def residual_scores(weights: np.ndarray, cluster: np.ndarray, base: np.ndarray, 
     choices: fewer array operations each). 0.0 where the hint's slot is
     *wait*, *keep* or missing. ``arrived``: the point's (``arrived_share``)."""
     h = int(dyn[:, _HINT].argmax())
-    if dyn[h, _HINT] <= 0 or ix[h] <= KEEP:
+    return residual_scores_on(weights, float(cluster[_FREE]), float(cluster[_QUEUED]), base[:, _WORKERS],
+                              base[:, _ARCH], base[:, _MODE], dyn[:, _SPEED], h if dyn[h, _HINT] > 0 else -1, ix,
+                              arrived)
+
+
+def residual_scores_on(weights: np.ndarray, free: float, queued: float, workers: np.ndarray, arch: np.ndarray,
+                       mode: np.ndarray, speed: np.ndarray, hint: int, ix: np.ndarray,
+                       arrived: float = 0.0) -> np.ndarray | float:
+    """``residual_scores`` on the columns it reads (``DecisionPoint.rule_rows`` and ``residual_rows``,
+    without the rest of ``allocation_rows``): the share of GPUs free and of jobs queued, the valid
+    slots' workers, architecture, mode and speed over the request, the hint's row (-1: none)."""
+    if hint < 0 or ix[hint] <= KEEP:
         return 0.0
-    free, queued = float(cluster[_FREE]), float(cluster[_QUEUED])
     w = weights
     # (the ``arrived`` terms last: a file without them gives the same sums, to the bit)
     up = w[0] + w[1] * free + w[2] * queued + w[7] * arrived
     down = w[3] + w[4] * free + w[5] * queued + w[8] * arrived
-    wk, hw = base[:, _WORKERS], base[h, _WORKERS]
-    same = (base[:, _ARCH] == base[h, _ARCH]) & (base[:, _MODE] == base[h, _MODE])
-    out = (up * (same & (np.abs(wk - 2.0 * hw) < 1e-6)) + down * (same & (np.abs(wk - 0.5 * hw) < 1e-6))
-           + w[6] * (dyn[:, _SPEED] - dyn[h, _SPEED]))
+    hw = workers[hint]
+    same = (arch == arch[hint]) & (mode == mode[hint])
+    out = (up * (same & (np.abs(workers - 2.0 * hw) < 1e-6)) + down * (same & (np.abs(workers - 0.5 * hw) < 1e-6))
+           + w[6] * (speed - speed[hint]))
     out[ix <= KEEP] = 0.0
     return out
 

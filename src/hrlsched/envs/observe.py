@@ -147,8 +147,8 @@ class Observer:
         self._prepare_rules(self.req_speed)
         self._cluster_point = (
             float(np.log1p(view.time_s / F.HOUR)), len(view.jobs) / self.max_jobs,
-            sum(p is None for p in view.placements) / self.max_jobs,
-            float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus,
+            self._queued,
+            self._idle,
         )
         self._prepared = True
 
@@ -174,6 +174,9 @@ class Observer:
             eff = view.perf.efficiency([jobs[k] for k in ks], [pls[k] for k in ks], view.batch_sizes[ks],
                                        np.zeros(len(ks)))
             self._keep_eff = dict(zip(ks, np.asarray(eff, dtype=float).tolist()))
+        # the cluster row's shares of jobs queued and of GPUs idle at the point (``residual_rows``)
+        self._queued = sum(p is None for p in view.placements) / self.max_jobs
+        self._idle = float(np.count_nonzero(view.gpu_tasks == 0)) / self.topo.n_gpus
         self._rules_prepared = True
 
     def observation(self, full: bool, choosing: bool) -> dict[str, np.ndarray]:
@@ -238,6 +241,18 @@ class Observer:
         if dp.hint.policy is not None:
             hint = bisect.bisect_left(idx, dp.hint.slot(t, valid, vk, cur, cur_pl, dp.base_jobs))
         return speed, hint, workers, ix
+
+    def residual_rows(self) -> tuple[float, float, np.ndarray, np.ndarray]:
+        """``DecisionPoint.residual_rows``."""
+        if not self._rules_prepared:
+            self._prepare_rules()
+        dp = self.dp
+        valid, _, _, ix, _ = dp.valid_slots
+        kinds = self._cand_static[ix, C.span("arch_ps", "mode_async")]
+        if valid[KEEP]:  # the second row: the job's own (as in ``_candidate_rows``)
+            cur = dp.view.jobs[dp.k]  # type: ignore[union-attr]
+            kinds[1] = (cur.arch == "ps", cur.mode == "async")
+        return float(np.float32(self._idle)), float(np.float32(self._queued)), kinds[:, 0], kinds[:, 1]
 
     def _cluster_row(self) -> np.ndarray:
         dp = self.dp
