@@ -101,6 +101,7 @@ def main() -> None:
     if args.breakdown:
         from env_speed import timed  # (benchmarks/ is the script's folder)
         from hrlsched.agent.nets import HRLNet
+        from hrlsched.agent.placement_choice import PlacementChoice
         from hrlsched.agent.policy import CandidateScorer
         from hrlsched.envs.decision import DecisionPoint
         from hrlsched.envs.masks import HeuristicFeasibility
@@ -110,7 +111,9 @@ def main() -> None:
         total, _, _ = timed([(Pricing, "price_menus", False), (Optimus, "allocate", False),
                              (HRLNet, "encode", False), (DecisionPoint, "allocation_rows", False),
                              (CandidateScorer, "score", False), (HeuristicFeasibility, "place", False),
-                             (DecisionPoint, "_commit", False)])
+                             (DecisionPoint, "_commit", False), (PlacementChoice, "choose", False),
+                             (PlacementChoice, "candidates", False), (PlacementChoice, "_slowdowns", False),
+                             (PlacementChoice, "features", False)])
     if args.freeze:
         gc.collect()
         gc.freeze()
