@@ -57,6 +57,7 @@ from hrlsched.errors import CheckpointError
 from hrlsched.policies.placement.balance import BalancePlacement
 from hrlsched.policies.placement.frame import gpus_in_server
 from hrlsched.policies.placement.interference_aware import TopologyPlacement
+from hrlsched.policies.placement.pack import PackPlacement
 
 if TYPE_CHECKING:
     from hrlsched.envs.decision import DecisionPoint
@@ -132,9 +133,12 @@ class PlacementChoice:
         w, p = pl.n_workers, pl.n_ps
         out = Candidates()
         out.add(pl, "pack")
-        out.add(self._balance.place_job(view, occ, job, w, p), "balance")
-        # topology's own candidate set (its choice is one of them), as its place_job builds it
-        for c in self._topology._candidates(view, occ, job, w, p):
+        spread = self._balance.place_job(view, occ, job, w, p)
+        out.add(spread, "balance")
+        # topology's own candidate set (its choice is one of them), as its place_job builds it: its
+        # pack's and balance's placements are these two where the point places by pack (``pl``)
+        made = (pl, spread) if type(dp.feas.policy) is PackPlacement else None
+        for c in self._topology._candidates(view, occ, job, w, p, made):
             out.add(c, "topology")
         cap = occ.worker_capacity(job)
         if not np.any(cap >= w):
@@ -196,7 +200,8 @@ class PlacementChoice:
         """Per candidate: the slowdown the job suffers and the one it causes, in tenths (``features``)."""
         perf = dp.view.perf  # type: ignore[union-attr]
         oj, op = self._neighbours(dp, servers)
-        top = max(max(perf.alone_speed(job, c) for c in pls), 1e-12)
+        # every candidate's speed alone in one isolated solve (their terms built in one pass, then kept)
+        top = max(float(perf.alone_speeds([job] * len(pls), pls, np.full(len(pls), job.batch_size)).max()), 1e-12)
         # the neighbours alone, then with the job at each candidate: one solve of them all, apart
         sps = perf.speeds_apart([(oj, op), *(([*oj, job], [*op, c]) for c in pls)])
         base = np.maximum(sps[0], 1e-12) if oj else np.zeros(0)

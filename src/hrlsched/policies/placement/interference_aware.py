@@ -46,8 +46,14 @@ class TopologyPlacement(IncrementalPlacement):
         finally:
             self._placed = None
 
-    def _candidates(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int) -> list[Placement]:
-        cands = [self._pack.place_job(view, occ, job, n_workers, n_ps), self._spread.place_job(view, occ, job, n_workers, n_ps)]
+    def _candidates(self, view: ClusterView, occ: Occupancy, job: Job, n_workers: int, n_ps: int,
+                    made: tuple[Placement | None, Placement | None] | None = None) -> list[Placement]:
+        """The job's candidates, deduplicated; ``made``: pack's and balance's placements of it on
+        ``occ`` where the caller has them already (``agent.placement_choice``), not made again."""
+        if made is None:
+            made = (self._pack.place_job(view, occ, job, n_workers, n_ps),
+                    self._spread.place_job(view, occ, job, n_workers, n_ps))
+        cands = list(made)
         cap = occ.worker_capacity(job)
         fit = np.flatnonzero(cap >= n_workers)
         for s in fit[np.argsort(-cap[fit], kind="stable")][: self.candidates]:
