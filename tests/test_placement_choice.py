@@ -80,6 +80,9 @@ def test_the_candidates_hold_each_heuristics_placement_exactly() -> None:
                 i = keys.index(got.canonical())
                 assert name in cands.sources[i]
             assert cands.placements[0] == pl and "pack" in cands.sources[0]
+            # topology's whole candidate set as it builds it alone (its pack and balance made anew)
+            made = [c.canonical() for c in TopologyPlacement()._candidates(dp.view, occ, job, w, p)]
+            assert [k for i, k in enumerate(keys) if "topology" in cands.sources[i]] == made
             seen["points"] += 1
             return super().choose(dp, job, pl)
 
