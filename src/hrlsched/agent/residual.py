@@ -85,8 +85,9 @@ def residual_scores_on(weights: np.ndarray, free: float, queued: float, workers:
                        mode: np.ndarray, speed: np.ndarray, hint: int, ix: np.ndarray,
                        arrived: float = 0.0) -> np.ndarray | float:
     """``residual_scores`` on the columns it reads (``DecisionPoint.rule_rows`` and ``residual_rows``,
-    without the rest of ``allocation_rows``): the share of GPUs free and of jobs queued, the valid
-    slots' workers, architecture, mode and speed over the request, the hint's row (-1: none)."""
+    without the rest of ``allocation_rows``): the shares of GPUs idle at the point and of jobs
+    queued, the valid slots' workers, architecture, mode and speed over the request, the hint's
+    row (-1: none)."""
     if hint < 0 or ix[hint] <= KEEP:
         return 0.0
     w = weights

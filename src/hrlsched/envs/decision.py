@@ -385,9 +385,10 @@ class DecisionPoint:
 
     def residual_rows(self) -> tuple[float, float, np.ndarray, np.ndarray]:
         """What the agent's residual reads of an allocation choice besides ``rule_rows``
-        (``agent.residual``): (the shares of GPUs idle at the point's start and of jobs queued, as
-        the cluster row's float32 values ``free_gpus_before`` and ``queued_jobs``; the valid slots' architecture and mode columns, as
-        ``base``'s). The same values as those of ``allocation_rows``. Only in an allocation phase."""
+        (``agent.residual``): (the shares of GPUs idle at the point's start and of jobs queued,
+        as the cluster row's float32 ``free_gpus_before`` and ``queued_jobs``; the valid slots'
+        architecture and mode columns, as ``base``'s). The same values as ``allocation_rows``'.
+        Only in an allocation phase."""
         assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
         return self.obs.residual_rows()
 
