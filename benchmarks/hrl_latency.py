@@ -113,7 +113,8 @@ def main() -> None:
                              (CandidateScorer, "score", False), (HeuristicFeasibility, "place", False),
                              (DecisionPoint, "_commit", False), (PlacementChoice, "choose", False),
                              (PlacementChoice, "candidates", False), (PlacementChoice, "_slowdowns", False),
-                             (PlacementChoice, "features", False)])
+                             (PlacementChoice, "features", False), (PlacementChoice, "_neighbours", False),
+                             (type(built.perf), "speeds_apart", False)])
     if args.freeze:
         gc.collect()
         gc.freeze()
