@@ -90,6 +90,54 @@ def test_the_candidates_hold_each_heuristics_placement_exactly() -> None:
     assert seen["points"] > 0
 
 
+@pytest.mark.parametrize("noisy", [False, True])
+def test_speeds_beside_skips_only_what_shares_nothing_to_the_bit(noisy: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analytic model's ``speeds_beside`` solves only the candidates that share a GPU, socket or
+    link with the neighbours (elsewhere the neighbours keep their speeds alone and the job has its
+    own alone). At every call of a run of the hetero agent (a burst of arrivals on a 128-GPU
+    cluster; ``hetero`` with a noisy predictor over the model) it gives what solving every
+    candidate with them gives (``PerformanceModel.speeds_beside``), to the bit."""
+    import hrlsched.agent.placement_choice as pc
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.config import resolve_run_config
+    from hrlsched.perf.analytic import AnalyticModel
+    from hrlsched.perf.base import PerformanceModel
+    from hrlsched.run import simulate
+    from hrlsched.sim.predictor import NoisyPredictor
+
+    cls = NoisyPredictor if noisy else AnalyticModel
+    fast, solve = cls.speeds_beside, AnalyticModel.speeds_apart
+    seen = {"calls": 0, "candidates": 0, "solved": 0}
+
+    def check(self, others, job, pls):  # noqa: ANN001, ANN202
+        n0 = seen["solved"]
+        got = fast(self, others, job, pls)
+        seen["candidates"] += len(pls)
+        seen["calls"] += 1
+        solved = seen["solved"] - n0
+        want = PerformanceModel.speeds_beside(self, others, job, pls)
+        seen["solved"] = n0 + solved  # (the slow path's solves not counted)
+        np.testing.assert_array_equal(got[0], want[0])
+        assert len(got[1]) == len(want[1]) == len(pls)
+        for a, b in zip(got[1], want[1]):
+            np.testing.assert_array_equal(a, b)
+        return got
+
+    def counted(self, groups):  # noqa: ANN001, ANN202
+        seen["solved"] += max(len(groups) - 1, 0)
+        return solve(self, groups)
+
+    monkeypatch.setattr(cls, "speeds_beside", check)
+    monkeypatch.setattr(AnalyticModel, "speeds_apart", counted)
+    sets = ["workload.jobs=30", "workload.duration_h=2", "predictor.noise=0.3"] if noisy else \
+        ["cluster.server_groups.0.count=16", "workload.jobs=60", "workload.duration_h=0.01"]
+    cfg = resolve_run_config("hetero" if noisy else "default", "hrl", 3, sets)
+    simulate(cfg, scheduler=HRLScheduler(str(Path(pc.__file__).parent / "checkpoints" / "hrl-hetero.pt")))
+    assert seen["calls"] > 20, seen
+    if not noisy:  # the burst: candidates apart from every neighbour, and beside one
+        assert 0 < seen["solved"] < seen["candidates"], seen
+
+
 def test_features_on_a_hand_checked_point() -> None:
     from hrlsched.agent.rules import agent_point
     from hrlsched.cluster import Topology

@@ -29,7 +29,8 @@ Each candidate's features (``PLACEMENT_FEATURES``), relative to pack's
   with it over their speed without it, in tenths; the neighbours are the
   jobs on the servers any candidate touches: those placed at this point
   and the running jobs not decided yet, where they run (the performance
-  model of the view, one solve per candidate);
+  model of the view, ``speeds_beside``: the candidates that share nothing
+  with them cause nothing and suffer only their speed alone);
 - ``link_load``: the mean number of jobs decided so far on the shared links
   it crosses (switch uplinks, QPI, NICs, rack uplinks; 0 if none);
 - ``fragments``: servers left partly used (some GPUs free, some not) after
@@ -202,11 +203,11 @@ class PlacementChoice:
         oj, op = self._neighbours(dp, servers)
         # every candidate's speed alone in one isolated solve (their terms built in one pass, then kept)
         top = max(float(perf.alone_speeds([job] * len(pls), pls, np.full(len(pls), job.batch_size)).max()), 1e-12)
-        # the neighbours alone, then with the job at each candidate: one solve of them all, apart
-        sps = perf.speeds_apart([(oj, op), *(([*oj, job], [*op, c]) for c in pls)])
-        base = np.maximum(sps[0], 1e-12) if oj else np.zeros(0)
+        # the neighbours alone, then with the job at each candidate, each apart
+        base, sps = perf.speeds_beside((oj, op), job, pls)
+        base = np.maximum(base, 1e-12) if oj else np.zeros(0)
         suffered, caused = np.zeros(len(pls)), np.zeros(len(pls))
-        for i, sp in enumerate(sps[1:]):
+        for i, sp in enumerate(sps):
             suffered[i] = 10.0 * (1.0 - sp[-1] / top)
             caused[i] = 10.0 * float(np.sum(1.0 - sp[:-1] / base)) if oj else 0.0
         return suffered, caused

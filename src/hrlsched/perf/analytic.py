@@ -611,6 +611,43 @@ class AnalyticModel(PerformanceModel):
         cut = [0, *itertools.accumulate(len(j) for j, _ in groups)]
         return [out[cut[i]:cut[i + 1]] for i in range(len(groups))]
 
+    def speeds_beside(self, others: tuple[Sequence[Job], Sequence[Placement]], job: Job,
+                      placements: Sequence[Placement]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """``PerformanceModel.speeds_beside``: only the placements that share a GPU, a socket (a
+        task of the job's on one of the others') or a link with the others are solved with
+        them. At another, the others' speeds are theirs alone and the job's its own alone
+        (``alone_speeds``), to the bit: every step of a solve is per element, per job, or a sum
+        per GPU, socket or link in the order of its rows (as ``speeds_apart``'s copies), and the
+        isolated solve is the one-job solve."""
+        oj, op = others
+        pls = list(placements)
+        n = len(pls)
+        self._bound_caches()
+        own = self._job_terms([job] * n, pls, np.full(n, job.batch_size, dtype=np.int64))
+        near = list(range(n))
+        if oj:  # what the others hold
+            gpus: set[float] = set()
+            socks: set[int] = set()
+            links: set[float] = set()
+            for x in self._job_terms(oj, op, np.array([j.batch_size for j in oj], dtype=np.int64)):
+                gpus.update(x.per_w[6].tolist())
+                socks.update(x.tasks.tolist())
+                links.update(x.rows[0].tolist())
+            near = [i for i, x in enumerate(own) if not (gpus.isdisjoint(x.per_w[6].tolist())
+                                                          and socks.isdisjoint(x.tasks.tolist())
+                                                          and links.isdisjoint(x.rows[0].tolist()))]
+        sps = self.speeds_apart([(oj, op), *(([*oj, job], [*op, pls[i]]) for i in near)])
+        base = sps[0]
+        out: list[np.ndarray] = [base] * n  # (each replaced below)
+        for i, sp in zip(near, sps[1:]):
+            out[i] = sp
+        far = sorted(set(range(n)) - set(near))
+        if far:
+            alone = self.alone_speeds([job] * len(far), [pls[i] for i in far], np.full(len(far), job.batch_size))
+            for i, v in zip(far, alone.tolist()):
+                out[i] = np.append(base, v)
+        return base, out
+
     def _solve_terms(self, terms: list[_Terms], jobs: Sequence[Job], isolated: bool) -> np.ndarray:
         """``_solve`` given the jobs' terms (``jobs``: for the refusal of an asynchronous all-reduce)."""
         t = self.topology

@@ -149,6 +149,17 @@ class PerformanceModel(ABC):
         may solve them all in one pass."""
         return [self.speeds(jobs, pls) for jobs, pls in groups]
 
+    def speeds_beside(self, others: tuple[Sequence[Job], Sequence[Placement]], job: Job,
+                      placements: Sequence[Placement]) -> tuple[np.ndarray, list[np.ndarray]]:
+        """The speeds of the jobs ``others`` (at their placements) alone, and, for each of
+        ``placements``, those of the others with ``job`` there (the job's last): each group apart
+        (``speeds_apart``), every job at its own batch size. A backend may skip the placements
+        that share nothing with the others (``agent.placement_choice`` prices a job's candidate
+        placements among its neighbours with it)."""
+        oj, op = others
+        sps = self.speeds_apart([(oj, op), *(([*oj, job], [*op, c]) for c in placements)])
+        return sps[0], sps[1:]
+
     def speeds_and_alone(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
                          alone: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
         """``speeds`` of the jobs, and ``alone_speeds`` of those at positions

@@ -49,6 +49,13 @@ class NoisyPredictor(PerformanceModel):
     def speeds_apart(self, groups: Sequence[tuple[Sequence[Job], Sequence[Placement]]]) -> list[np.ndarray]:
         return [sp * self._f(jobs) for sp, (jobs, _) in zip(self.base.speeds_apart(groups), groups)]
 
+    def speeds_beside(self, others: tuple[Sequence[Job], Sequence[Placement]], job: Job,
+                      placements: Sequence[Placement]) -> tuple[np.ndarray, list[np.ndarray]]:
+        base, sps = self.base.speeds_beside(others, job, placements)  # (the base's shortcuts kept)
+        f = self._f(others[0])
+        fj = np.append(f, self.factor.get(job.job_id, 1.0))
+        return base * f, [sp * fj for sp in sps]
+
     def efficiency(self, jobs: Sequence[Job], placements: Sequence[Placement], batch_sizes: np.ndarray,
                    progress: np.ndarray) -> np.ndarray:
         return self.base.efficiency(jobs, placements, batch_sizes, progress)
