@@ -47,6 +47,7 @@ A checkpoint carries the weights as ``placement = {"features": [...],
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -229,10 +230,9 @@ class PlacementChoice:
         placed = dp.placements
         if len(placed) > self._seen:  # placed at this point since the last call (dict order: insertion)
             wl = dp.pricing.workload
-            for i, (jid, pl) in enumerate(placed.items()):
-                if i >= self._seen:
-                    j = wl.effective(view.jobs[view.index(jid)], dp.arch.get(jid), dp.mode.get(jid))
-                    self._add(dp, j, pl, -1)
+            for jid, pl in itertools.islice(placed.items(), self._seen, None):  # (skipped in C: a burst places hundreds)
+                j = wl.effective(view.jobs[view.index(jid)], dp.arch.get(jid), dp.mode.get(jid))
+                self._add(dp, j, pl, -1)
             self._seen = len(placed)
         idx = sorted({e for s in servers.tolist() for e in self._by_server.get(s, ())})
         ents = [self._entries[e] for e in idx]
