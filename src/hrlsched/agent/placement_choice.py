@@ -107,6 +107,7 @@ class PlacementChoice:
         self._topology = TopologyPlacement()
         self._point: tuple[int, int] | None = None
         self._shared: tuple[np.ndarray, np.ndarray] | None = None
+        self._topo_lists: tuple[Any, list[int], list[int], list[int]] | None = None
         self.choices = 0
         self.departed = 0
 
@@ -160,23 +161,25 @@ class PlacementChoice:
         pls = cands.placements
         n = len(pls)
         f = np.zeros((n, len(PLACEMENT_FEATURES)))
-        # the servers each candidate touches (its GPUs' and its PSs'), as (candidate, server) pairs
-        cid = np.repeat(np.arange(n), [c.n_workers for c in pls])
-        gsrv = topo.gpu_server[np.fromiter((g for c in pls for g in c.gpus), dtype=np.int64, count=cid.size)]
-        pcid = np.repeat(np.arange(n), [c.n_ps for c in pls])
-        psrv = topo.socket_server[np.fromiter((s for c in pls for s in c.ps_sockets), dtype=np.int64,
-                                              count=pcid.size)]
-        ns = topo.n_servers
-        pairs = np.unique(np.concatenate([cid * ns + gsrv, pcid * ns + psrv]))
-        f[:, 0] = np.bincount(pairs // ns, minlength=n)
-        # fragments: servers partly used after the candidate, against before (only its servers change)
-        free = np.bincount(topo.gpu_server, weights=board.occ.gpu_free > 0, minlength=ns)
-        size = topo.server_gpus
-        wp, took = np.unique(cid * ns + gsrv, return_counts=True)  # (candidate, server) pairs of its workers
-        srv = wp % ns
-        before, after = free[srv], free[srv] - took
-        partly = ((after > 0) & (after < size[srv])).astype(float) - ((before > 0) & (before < size[srv]))
-        f[:, 4] = np.bincount(wp // ns, weights=partly, minlength=n)
+        # per candidate, in Python (a handful of GPUs each): the servers it touches (its GPUs' and
+        # its PSs'), and fragments, the servers partly used (some GPUs free, some not) after it
+        # against before (only its workers' servers change; whole numbers, so the sum is exact)
+        gpu_server, socket_server, size = self._lists(topo)
+        free = board.occ.free_gpus_per_server().tolist()
+        touched: set[int] = set()
+        for i, c in enumerate(pls):
+            took: dict[int, int] = {}
+            for g in c.gpus:
+                s = gpu_server[g]
+                took[s] = took.get(s, 0) + 1
+            servers = set(took).union([socket_server[x] for x in c.ps_sockets])
+            f[i, 0] = len(servers)
+            touched |= servers
+            partly = 0.0
+            for s, t in took.items():
+                before, after = free[s], free[s] - t
+                partly += float(0 < after < size[s]) - float(0 < before < size[s])
+            f[i, 4] = partly
         # link load: jobs decided so far on the shared links each crosses (the board's index has each
         # placement's links as a set; a placement with two workers on one GPU counts that PCIe link twice)
         shared = self._shared_links(dp.link_kind)
@@ -188,8 +191,14 @@ class PlacementChoice:
             f[i, 3] = float(board.link_jobs[links].mean()) if links.size else 0.0
         f[:, 5] = [1.0 if "balance" in s else 0.0 for s in cands.sources]
         if self._perf:
-            f[:, 1], f[:, 2] = self._slowdowns(dp, job, pls, np.unique(pairs % ns))
+            f[:, 1], f[:, 2] = self._slowdowns(dp, job, pls, sorted(touched))
         return f - f[0]
+
+    def _lists(self, topo: Any) -> tuple[list[int], list[int], list[int]]:
+        """The topology's server of each GPU and of each socket, and GPUs of each server, as Python lists (kept)."""
+        if self._topo_lists is None or self._topo_lists[0] is not topo:
+            self._topo_lists = (topo, topo.gpu_server.tolist(), topo.socket_server.tolist(), topo.server_gpus.tolist())
+        return self._topo_lists[1:]
 
     def _shared_links(self, link_kind: np.ndarray) -> np.ndarray:
         """Whether each link is of a shared kind (``_SHARED_KINDS``), kept per layout."""
@@ -198,7 +207,7 @@ class PlacementChoice:
         return self._shared[1]
 
     def _slowdowns(self, dp: DecisionPoint, job: Job, pls: list[Placement],
-                   servers: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                   servers: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Per candidate: the slowdown the job suffers and the one it causes, in tenths (``features``)."""
         perf = dp.view.perf  # type: ignore[union-attr]
         oj, op = self._neighbours(dp, servers)
@@ -213,7 +222,7 @@ class PlacementChoice:
             caused[i] = 10.0 * float(np.sum(1.0 - sp[:-1] / base)) if oj else 0.0
         return suffered, caused
 
-    def _neighbours(self, dp: DecisionPoint, servers: np.ndarray) -> tuple[list[Job], list[Placement]]:
+    def _neighbours(self, dp: DecisionPoint, servers: list[int]) -> tuple[list[Job], list[Placement]]:
         """The jobs with a task on ``servers``: those placed at this point, and
         the running jobs not decided yet where they run."""
         view = dp.view
@@ -234,7 +243,7 @@ class PlacementChoice:
                 j = wl.effective(view.jobs[view.index(jid)], dp.arch.get(jid), dp.mode.get(jid))
                 self._add(dp, j, pl, -1)
             self._seen = len(placed)
-        idx = sorted({e for s in servers.tolist() for e in self._by_server.get(s, ())})
+        idx = sorted({e for s in servers for e in self._by_server.get(s, ())})
         ents = [self._entries[e] for e in idx]
         ents = [(j, pl) for j, pl, k in ents if k < 0 or k > dp.k]  # a running job: until its turn
         return [j for j, _ in ents], [pl for _, pl in ents]

@@ -106,13 +106,18 @@ class Occupancy:
 
     def _worker_capacity(self, job: Job, reserve_ps: int) -> np.ndarray:
         prof = self.profile(job)
-        topo = self.topo
-        gpus = self._free_gpus  # GPUs with a free slot per server, whatever the job
-        if gpus is None:
-            gpus = self._free_gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
+        gpus = self.free_gpus_per_server()  # GPUs with a free slot per server, whatever the job
         cores = (self.cores_free - reserve_ps * prof.ps_cores) / max(prof.worker_cores, 1e-9)
         mem = (self.mem_free - reserve_ps * prof.ps_mem_gb) / max(prof.worker_mem_gb, 1e-9)
         return np.maximum(np.minimum(gpus, np.floor(np.minimum(cores, mem) + 1e-9)), 0).astype(np.int64)
+
+    def free_gpus_per_server(self) -> np.ndarray:
+        """GPUs with a free slot on each server, whatever the job (as floats), kept until the
+        next commit (read-only)."""
+        if self._free_gpus is None:
+            topo = self.topo
+            self._free_gpus = np.bincount(topo.gpu_server, weights=self.gpu_free > 0, minlength=topo.n_servers)
+        return self._free_gpus
 
     def worker_total(self, job: Job) -> int:
         """Workers of ``job`` the whole cluster can still take (``worker_capacity``'s sum)."""
