@@ -107,7 +107,6 @@ class PlacementChoice:
         self._topology = TopologyPlacement()
         self._point: tuple[int, int] | None = None
         self._shared: tuple[np.ndarray, np.ndarray] | None = None
-        self._topo_lists: tuple[Any, list[int], list[int], list[int]] | None = None
         self.choices = 0
         self.departed = 0
 
@@ -161,31 +160,27 @@ class PlacementChoice:
         pls = cands.placements
         n = len(pls)
         f = np.zeros((n, len(PLACEMENT_FEATURES)))
-        # per candidate, in Python (a handful of GPUs each): the servers it touches (its GPUs' and
-        # its PSs'), and fragments, the servers partly used (some GPUs free, some not) after it
-        # against before (only its workers' servers change; whole numbers, so the sum is exact)
-        gpu_server, socket_server, size = self._lists(topo)
+        # per candidate, from the board's index of it (servers with its workers and PSs, links;
+        # Python over a handful of tasks): the servers it touches; fragments, the servers partly
+        # used (some GPUs free, some not) after it against before (only its workers' servers
+        # change; whole numbers, so the sum is exact); link load, the jobs decided so far on the
+        # shared links it crosses (the index has a placement's links as a set; a placement with
+        # two workers on one GPU counts that PCIe link twice)
         free = board.occ.free_gpus_per_server().tolist()
-        touched: set[int] = set()
-        for i, c in enumerate(pls):
-            took: dict[int, int] = {}
-            for g in c.gpus:
-                s = gpu_server[g]
-                took[s] = took.get(s, 0) + 1
-            servers = set(took).union([socket_server[x] for x in c.ps_sockets])
-            f[i, 0] = len(servers)
-            touched |= servers
-            partly = 0.0
-            for s, t in took.items():
-                before, after = free[s], free[s] - t
-                partly += float(0 < after < size[s]) - float(0 < before < size[s])
-            f[i, 4] = partly
-        # link load: jobs decided so far on the shared links each crosses (the board's index has each
-        # placement's links as a set; a placement with two workers on one GPU counts that PCIe link twice)
+        size = topo.server_gpus
         shared = self._shared_links(dp.link_kind)
         index = board.index
+        touched: set[int] = set()
         for i, c in enumerate(pls):
             x = index.get(c)
+            f[i, 0] = len(x.per_server)
+            partly = 0.0
+            for s, w, _ in x.per_server:
+                touched.add(s)
+                if w:
+                    before, after = free[s], free[s] - w
+                    partly += float(0 < after < size[s]) - float(0 < before < size[s])
+            f[i, 4] = partly
             links = x.links if len(x.per_gpu) == len(c.gpus) else crossed_links(topo, dp.link_off, c)
             links = links[shared[links]]
             f[i, 3] = float(board.link_jobs[links].mean()) if links.size else 0.0
@@ -193,12 +188,6 @@ class PlacementChoice:
         if self._perf:
             f[:, 1], f[:, 2] = self._slowdowns(dp, job, pls, sorted(touched))
         return f - f[0]
-
-    def _lists(self, topo: Any) -> tuple[list[int], list[int], list[int]]:
-        """The topology's server of each GPU and of each socket, and GPUs of each server, as Python lists (kept)."""
-        if self._topo_lists is None or self._topo_lists[0] is not topo:
-            self._topo_lists = (topo, topo.gpu_server.tolist(), topo.socket_server.tolist(), topo.server_gpus.tolist())
-        return self._topo_lists[1:]
 
     def _shared_links(self, link_kind: np.ndarray) -> np.ndarray:
         """Whether each link is of a shared kind (``_SHARED_KINDS``), kept per layout."""
