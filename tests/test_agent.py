@@ -287,7 +287,7 @@ def test_training_on_a_local_ray_instance(tmp_path: Path) -> None:
 
 
 def test_shipped_checkpoint_loads_and_decides() -> None:
-    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.shipped import shipped_checkpoint
     from hrlsched.agent.policy import SHIPPED, HRLScheduler
     from hrlsched.config import resolve_run_config
     from hrlsched.run import simulate
@@ -675,7 +675,7 @@ def test_training_from_the_shipped_file_keeps_its_network_and_whole_hint(tmp_pat
     than ``NetConfig``'s defaults) and every setting of its hint, the
     decision point's ``window``, ``recheck_s`` and ``reserve_running``
     included, reach the rollouts' environments and the checkpoints written."""
-    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.shipped import shipped_checkpoint
     from hrlsched.agent.policy import SHIPPED
 
     shipped = ckpt.load(shipped_checkpoint(SHIPPED))

@@ -86,3 +86,38 @@ def test_rules_only_writes_the_ablation_as_a_checkpoint(tmp_path: Path) -> None:
     r = CliRunner().invoke(app, ["checkpoint", "rules-only", str(ROOT / "rivals/checkpoints/dl2-default.pt"),
                                  str(tmp_path / "no.pt")])
     assert r.exit_code == 2 and "error" in r.output and not (tmp_path / "no.pt").exists()
+
+
+def test_list_names_every_shipped_checkpoint_and_a_name_stands_for_its_file(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """``checkpoint list``: every file under the two checkpoint folders by its stem, with the policy
+    it is the default of and what it learned; ``--checkpoint NAME`` (here ``show`` and ``simulate``)
+    reads that file, a local file of the name first; an unknown name is refused with the names."""
+    from hrlsched.agent.common.shipped import checkpoint_path
+
+    r = CliRunner().invoke(app, ["checkpoint", "list", "--json"])
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)
+    files = sorted((ROOT / "agent/checkpoints").glob("*.pt")) + sorted((ROOT / "rivals/checkpoints").glob("*.pt"))
+    assert list(rows) == [p.stem for p in files] and len(rows) >= 7
+    assert [Path(x["file"]).resolve() for x in rows.values()] == [p.resolve() for p in files]
+    assert {n: x["default of"] for n, x in rows.items() if x["default of"]} == {
+        "hrl-default": "hrl", "dl2-default": "dl2", "harmony-default": "harmony"}
+    assert rows["hrl-hetero"]["kind"] == "hrl" and rows["hrl-hetero"]["learned"] == "residual, placement choice"
+    assert rows["hrl-default"]["learned"] == "point selector" and rows["hrl-default"]["rules placed by"] == "migrate"
+    assert rows["harmony-ps-small"]["kind"] == "harmony" and rows["harmony-ps-small"]["trained on"] == "ps-small"
+    by_name = CliRunner().invoke(app, ["checkpoint", "show", "hrl-hetero", "--json"])
+    by_path = CliRunner().invoke(app, ["checkpoint", "show", str(ROOT / "agent/checkpoints/hrl-hetero.pt"), "--json"])
+    assert by_name.exit_code == 0 and by_name.output == by_path.output
+    r = CliRunner().invoke(app, ["checkpoint", "show", "hrl-nope"])
+    assert r.exit_code == 2 and "no such checkpoint file" in r.output and "hrl-hetero" in r.output
+    # only a bare name is looked up, and a file of that name here wins
+    monkeypatch.chdir(tmp_path)
+    assert checkpoint_path("hrl-hetero").resolve() == (ROOT / "agent/checkpoints/hrl-hetero.pt").resolve()
+    assert checkpoint_path("hrl-hetero.pt") == Path("hrl-hetero.pt") and checkpoint_path("x/hrl-hetero") == Path("x/hrl-hetero")
+    (tmp_path / "hrl-hetero").write_bytes(b"")
+    assert checkpoint_path("hrl-hetero") == Path("hrl-hetero")
+    (tmp_path / "hrl-hetero").unlink()
+    r = CliRunner().invoke(app, ["simulate", "--scenario", "default", "--policy", "hrl", "--checkpoint", "hrl-hetero",
+                                 "--set", "workload.jobs=6", "--set", "workload.duration_h=0.2", "--out", "run"])
+    assert r.exit_code == 0, r.output
+    assert f"checkpoint: {(ROOT / 'agent/checkpoints/hrl-hetero.pt').resolve()}" in (tmp_path / "run/config.yaml").read_text()

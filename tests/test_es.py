@@ -7,6 +7,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from hrlsched.agent.common.shipped import shipped_checkpoint
 from hrlsched.agent.es import PARTS, ESConfig, _episode, train  # noqa: E402
 
 SETS = ("workload.jobs=6", "workload.duration_h=0.3")
@@ -139,7 +140,7 @@ def test_placement_trains_over_the_rules_placed_so_and_saves_it(tmp_path: Path) 
                     predictor=b.predictor).run()
     rules = float(np.mean(res.finish_s - np.array([j.arrival_s for j in res.jobs])))
     assert _episode(None, "default@" + ",".join(SETS), 101, None, ("selector",), "migrate")[0] == rules
-    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.shipped import shipped_checkpoint
     from hrlsched.agent.es import _save_agent
     from hrlsched.agent.policy import SHIPPED
 
@@ -219,7 +220,7 @@ def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it
     from hrlsched.errors import CheckpointError
     from hrlsched.experiments.ablation import rules_only
 
-    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    ck = ckpt.load(shipped_checkpoint(SHIPPED))
     w = np.arange(9, dtype=float) / 10
     common.save(tmp_path / "r.pt", with_residual(ck, w))
     np.testing.assert_array_equal(HRLScheduler(tmp_path / "r.pt").residual, w)
@@ -263,7 +264,7 @@ def test_the_selector_takes_a_heuristic_where_its_score_is_positive(tmp_path: Pa
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.engine import Simulator
 
-    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    ck = ckpt.load(shipped_checkpoint(SHIPPED))
     w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
     w[0, 0] = 1.0  # optimus+pack at every point
     common.save(tmp_path / "s.pt", with_selector(ck, w))
@@ -288,12 +289,11 @@ def test_the_selector_takes_a_heuristic_where_its_score_is_positive(tmp_path: Pa
 
 def test_a_run_starts_from_the_learned_parts_of_its_init() -> None:
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.common import checkpoint as common
     from hrlsched.agent.es import _start
     from hrlsched.agent.policy import SHIPPED
     from hrlsched.agent.selector import SELECTOR_POLICIES, with_selector
 
-    ck = with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), None)
+    ck = with_selector(ckpt.load(shipped_checkpoint(SHIPPED)), None)
     assert not _start(ck, ("residual", "selector"), "x").any()
     w = np.arange(PARTS["selector"], dtype=float).reshape(len(SELECTOR_POLICIES), -1)
     got = _start(with_selector(ck, w), ("residual", "selector"), "x")
@@ -405,7 +405,7 @@ def test_a_run_from_learned_weights_measures_them_first_and_best_must_beat_them(
     seeds; best.pt starts as it (its weights, its gain) and is replaced only
     by an iteration that beats it."""
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.shipped import shipped_checkpoint
     from hrlsched.agent.es import learned_parts
     from hrlsched.agent.policy import SHIPPED
 

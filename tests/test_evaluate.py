@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 torch = pytest.importorskip("torch")
 
+from hrlsched.agent.common.shipped import shipped_checkpoint  # noqa: E402
 from hrlsched.cli import app  # noqa: E402
 from hrlsched.experiments import ablation  # noqa: E402
 from hrlsched.seeds import parse_seeds, seeds_text  # noqa: E402
@@ -185,13 +186,13 @@ def test_evaluate_refuses_bad_policies_and_checkpoints(tmp_path: Path) -> None:
 
 def test_evaluate_sets_other_checkpoints_against_the_agent(tmp_path: Path) -> None:
     """``--versus``: another checkpoint of the agent as a row, paired by seed; the agent's own
-    file there gives its figures exactly, another file its own; a bad one is refused before any run."""
+    file there gives its figures exactly, another file its own (here a shipped one by its name,
+    ``hrlsched checkpoint list``); a bad one is refused before any run."""
     from hrlsched.experiments import learned
 
     own = learned.shipped_checkpoint()
-    hetero = own.parent / "hrl-hetero.pt"
     r = invoke("evaluate", "--seeds", "0-1", "--no-ablate", "--policies", "fifo", "--versus", str(own),
-               "--versus", str(hetero), "--out", str(tmp_path / "e"), "--workers", "1", *TINY)
+               "--versus", "hrl-hetero", "--out", str(tmp_path / "e"), "--workers", "1", *TINY)
     assert r.exit_code == 0, r.output
     rows = {x["row"]: x for x in json.loads((tmp_path / "e" / "evaluation.json").read_text())["rows"]}
     assert rows["vs-hrl-default"]["per_seed_avg_jct_s"] == rows["hrl"]["per_seed_avg_jct_s"]
@@ -310,7 +311,7 @@ def test_explain_counts_the_points_the_selector_gives_to_a_heuristic(tmp_path: P
 
     w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
     w[1, 0] = 1.0  # srtf+pack at every point
-    common.save(tmp_path / "s.pt", with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED)), w))
+    common.save(tmp_path / "s.pt", with_selector(ckpt.load(shipped_checkpoint(SHIPPED)), w))
     r = invoke("explain", "--seed", "0", "--json", "--checkpoint", str(tmp_path / "s.pt"), *TINY)
     assert r.exit_code == 0, r.output
     sel = json.loads(r.raw)["selector"]
@@ -330,7 +331,7 @@ def test_explain_and_evaluate_count_the_learned_placements_departures(tmp_path: 
     assert json.loads(r.raw)["placement"] is None  # the shipped agent: nothing learned at level 2
     w = np.zeros(len(PLACEMENT_FEATURES))
     w[list(PLACEMENT_FEATURES).index("balance")] = 10.0  # balance's placement wherever it differs from pack's
-    common.save(tmp_path / "p.pt", with_placement(ckpt.load(common.shipped_checkpoint(SHIPPED)), w))
+    common.save(tmp_path / "p.pt", with_placement(ckpt.load(shipped_checkpoint(SHIPPED)), w))
     r = invoke("explain", "--seed", "0", "--json", "--checkpoint", str(tmp_path / "p.pt"), *TINY)
     assert r.exit_code == 0, r.output
     p = json.loads(r.raw)["placement"]

@@ -9,6 +9,7 @@ import pytest
 
 pytest.importorskip("torch")
 
+from hrlsched.agent.common.shipped import shipped_checkpoint
 from hrlsched.agent.placement_choice import PLACEMENT_FEATURES, PlacementChoice  # noqa: E402
 from hrlsched.core.placement import Placement  # noqa: E402
 from tests.conftest import small_spec  # noqa: E402
@@ -187,7 +188,7 @@ def test_a_checkpoint_carries_the_weights_its_ablation_drops_them_and_bad_ones_a
     from hrlsched.errors import CheckpointError
     from hrlsched.experiments.ablation import rules_only
 
-    ck = ckpt.load(common.shipped_checkpoint(SHIPPED))
+    ck = ckpt.load(shipped_checkpoint(SHIPPED))
     assert HRLScheduler().placement is None  # the shipped agent: pack
     w = np.arange(len(PLACEMENT_FEATURES), dtype=float) / 10
     common.save(tmp_path / "p.pt", with_placement(ck, w))

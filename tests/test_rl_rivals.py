@@ -14,6 +14,7 @@ import pytest
 torch = pytest.importorskip("torch")
 
 from hrlsched.agent.common import checkpoint as common  # noqa: E402
+from hrlsched.agent.common.shipped import shipped_checkpoint  # noqa: E402
 from hrlsched.agent.common.training_run import read_config  # noqa: E402
 from hrlsched.envs.pool import WorkloadPool  # noqa: E402
 from hrlsched.errors import CheckpointError  # noqa: E402
@@ -308,7 +309,7 @@ def test_shipped_checkpoints_load_and_run(name: str) -> None:
     from hrlsched.sim.metrics import summary
 
     module = {"dl2": dl2, "harmony": harmony}[name]
-    path = common.shipped_checkpoint(module.CHECKPOINTS.shipped)  # type: ignore[attr-defined]
+    path = shipped_checkpoint(module.CHECKPOINTS.shipped)  # type: ignore[attr-defined]
     assert path.is_file() and path.stat().st_size < 300_000, path
     assert make_scheduler(name).name == name
     s = summary(simulate(resolve_run_config("default", name, 0, TINY)), name, "default")

@@ -6,6 +6,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from hrlsched.agent.common.shipped import shipped_checkpoint
 from hrlsched.config import resolve_run_config
 from hrlsched.policies.hint import SHIPPED, HintConfig
 from hrlsched.policies.registry import make_scheduler
@@ -128,7 +129,7 @@ def test_a_selector_taking_the_rules_without_keep_threshold_everywhere_is_them(t
 
     w = np.zeros((len(SELECTOR_POLICIES), len(SELECTOR_FEATURES)))
     w[SELECTOR_POLICIES.index("optimus-tuned+migrate/f=0"), SELECTOR_FEATURES.index("bias")] = 1.0
-    common.save(tmp_path / "s.pt", with_selector(ckpt.load(common.shipped_checkpoint(SHIPPED_PATH)), w))
+    common.save(tmp_path / "s.pt", with_selector(ckpt.load(shipped_checkpoint(SHIPPED_PATH)), w))
     sets = ["workload.jobs=60", "workload.duration_h=2"]
     a = simulate(resolve_run_config("default", "hrl", 4, [*sets, f"checkpoint={tmp_path / 's.pt'}"]))
     b = simulate(resolve_run_config("default", "optimus-tuned+migrate/f=0", 4, sets))

@@ -66,7 +66,11 @@ def run_simulate(
         gc.freeze()
         gc.enable()
     try:
-        extra = [f"checkpoint={checkpoint.resolve()}"] if checkpoint is not None else []
+        extra = []
+        if checkpoint is not None:  # (a shipped checkpoint's name is its file: hrlsched checkpoint list)
+            from hrlsched.agent.common.shipped import checkpoint_path
+
+            extra = [f"checkpoint={checkpoint_path(checkpoint).resolve()}"]
         cfg = resolve_run_config(scenario, policy, seed, [*(sets or []), *extra])
     except ConfigError as e:
         return _fail(str(e))

@@ -317,7 +317,7 @@ def train(cfg: ESConfig, out: str | Path, resume: bool = False,
     import yaml
 
     from hrlsched.agent import checkpoint as ckpt
-    from hrlsched.agent.common.checkpoint import shipped_checkpoint
+    from hrlsched.agent.common.shipped import shipped_checkpoint
     from hrlsched.agent.policy import SHIPPED
     from hrlsched.config import resolve_run_config
     from hrlsched.io import write_text

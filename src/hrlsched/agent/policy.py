@@ -25,8 +25,8 @@ import numpy as np
 import torch
 
 from hrlsched.agent import checkpoint as ckpt
-from hrlsched.agent.common.checkpoint import shipped_checkpoint
 from hrlsched.agent.common.distributions import MaskedCategorical
+from hrlsched.agent.common.shipped import checkpoint_path, shipped_checkpoint
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
 from hrlsched.agent.residual import ARRIVED, residual_scores, residual_scores_on, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point, rules_scores
@@ -57,7 +57,7 @@ class HRLScheduler(Scheduler):
     reads_work = True  # its observation holds each job's predicted remaining work
 
     def __init__(self, checkpoint: str | Path | None = None) -> None:
-        path = Path(checkpoint) if checkpoint else shipped_checkpoint(SHIPPED)
+        path = checkpoint_path(checkpoint) if checkpoint else shipped_checkpoint(SHIPPED)
         self.ck = ckpt.load(path)
         self.path = path
         self.net = ckpt.build_net(self.ck)

@@ -1,7 +1,8 @@
 """``hrlsched checkpoint show PATH``: what a checkpoint holds, without a
 Python session: its kind, provenance, training config, environment
 settings, the hint and rule weights (``HintConfig``) of an hrl agent, its
-network and its feature schema."""
+network and its feature schema. ``hrlsched checkpoint list``: the shipped
+checkpoints, by the name that ``--checkpoint`` takes."""
 
 from __future__ import annotations
 
@@ -58,13 +59,33 @@ def describe(ck: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: what an hrl checkpoint may carry that it learned, as ``list`` names it
+LEARNED_PARTS = (("selector", "point selector"), ("residual", "residual"), ("placement", "placement choice"))
+
+
+def summary(ck: dict[str, Any]) -> dict[str, str]:
+    """One line of ``list``: a loaded checkpoint's kind, what it learned, how its rules place and what it was
+    trained on."""
+    kind = ck.get("kind") or "hrl"
+    cfg = ck.get("config") if isinstance(ck.get("config"), dict) else {}
+    if kind == "hrl":
+        learned = [name for key, name in LEARNED_PARTS if isinstance(ck.get(key), dict)]
+        placement = str(ck.get("env_kwargs", {}).get("placement", ""))
+        trained = cfg.get("cases") or ([cfg["scenario"]] if "scenario" in cfg else [])
+    else:
+        learned, placement = ["network"], ""
+        trained = [cfg["scenario"]] if "scenario" in cfg else []
+    return {"kind": kind, "learned": ", ".join(learned) or "nothing (its rules)", "rules placed by": placement,
+            "trained on": ", ".join(map(str, trained))}
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(add_completion=False, no_args_is_help=True, help="Inspect checkpoints.")
     app.add_typer(group, name="checkpoint")
 
     @group.command("rules-only")
     def rules_only_cmd(
-        src: Annotated[Path, typer.Argument(help="an hrl checkpoint with a hint (e.g. src/hrlsched/agent/checkpoints/hrl-default.pt)")],
+        src: Annotated[Path, typer.Argument(help="an hrl checkpoint with a hint, a file or a shipped one's name (e.g. hrl-default)")],
         dst: Annotated[Path, typer.Argument(help="the file to write (written whole, via a temporary file)")],
     ) -> None:
         """Write SRC with everything it learned removed: the rules-only ablation
@@ -85,15 +106,41 @@ def register(app: typer.Typer) -> None:
         save(dst, ck)
         err.print(f"wrote {dst}: {src}'s rules, nothing learned")
 
+    @group.command("list")
+    def list_cmd(json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False) -> None:
+        """The checkpoints shipped in the package: their names (what --checkpoint takes, e.g.
+        --checkpoint hrl-hetero), the policy each is the default of (--policy hrl, dl2,
+        harmony), what it learned, how its rules place and its training cases."""
+        from hrlsched.agent.common.checkpoint import read
+        from hrlsched.agent.common.shipped import shipped_names
+        from hrlsched.experiments.learned import shipped_checkpoint
+
+        default_of = {shipped_checkpoint(p).resolve(): p for p in ("hrl", "dl2", "harmony")}
+        rows = {name: {**summary(read(path)), "default of": default_of.get(path.resolve(), ""), "file": str(path)}
+                for name, path in shipped_names().items()}
+        if json_out:
+            print(json.dumps(rows, indent=2))
+            return
+        t = Table(title="shipped checkpoints (--policy KIND --checkpoint NAME; hrlsched checkpoint show NAME)",
+                  title_justify="left")
+        cols = ("kind", "default of", "learned", "rules placed by", "trained on")
+        t.add_column("name")
+        for c in cols:
+            t.add_column(c)
+        for name, r in rows.items():
+            t.add_row(name, *(r[c] for c in cols))
+        Console(width=160).print(t)
+
     @group.command()
     def show(
-        path: Annotated[Path, typer.Argument(help="a checkpoint (hrl, dl2 or harmony; e.g. "
-                                                  "src/hrlsched/agent/checkpoints/hrl-default.pt)")],
+        path: Annotated[Path, typer.Argument(help="a checkpoint (hrl, dl2 or harmony): a file, or a "
+                                                  "shipped one's name (hrlsched checkpoint list), e.g. hrl-default")],
         json_out: Annotated[bool, typer.Option("--json", help="print JSON")] = False,
         schema: Annotated[bool, typer.Option(help="list every feature of the schema (default: counts)")] = False,
     ) -> None:
         """A checkpoint's provenance, config, hint settings and schema."""
         from hrlsched.agent.common.checkpoint import HRL, read
+        from hrlsched.agent.common.shipped import checkpoint_path
         from hrlsched.errors import CheckpointError
 
         err = Console(stderr=True, soft_wrap=True)  # (a path is never wrapped)
@@ -114,7 +161,7 @@ def register(app: typer.Typer) -> None:
             print(json.dumps(info, indent=2, default=str))
             return
         con = Console(width=140)
-        con.print(f"[bold]{path}[/bold]")
+        con.print(f"[bold]{checkpoint_path(path)}[/bold]")
         for title, key in (("provenance", "provenance"), ("environment (env_kwargs)", "env_kwargs"),
                            ("search that chose it (hrlsched tune)", "tune"), ("network", "net"),
                            ("learned residual over the rules (agent.residual): weight per feature", "residual"),

@@ -180,7 +180,11 @@ def compare(
         raise ValueError("--policies: expected at least one policy name")
     check_unique(policies)
     check_writable(out)
-    ck = [f"checkpoint={Path(checkpoint).resolve()}"] if checkpoint is not None else []
+    ck = []
+    if checkpoint is not None:  # (a shipped checkpoint's name is its file: hrlsched checkpoint list)
+        from hrlsched.agent.common.shipped import checkpoint_path
+
+        ck = [f"checkpoint={checkpoint_path(checkpoint).resolve()}"]
     cfgs = [resolve_run_config(scenario, p, s, [*(overrides or []), *(ck if p == "hrl" else [])])
             for p in policies for s in range(seeds)]
     results = run_all([(c.policy, c) for c in cfgs], out, workers, progress)

@@ -149,8 +149,8 @@ def evaluate(
     exact = scen.predictor.work_noise == 0 and scen.predictor.backend is None  # predicted work = the truth
     check_data(scen.name, list(scen.needs_data))
     check_writable(out)
-    source = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
-    others = versus_labels(versus or [])
+    source = learned.checkpoint_path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
+    others = versus_labels([learned.checkpoint_path(v) for v in versus or []])
     try:
         agent_ck = learned.load(source)
         for path in others.values():
@@ -171,7 +171,7 @@ def evaluate(
         made, agent_is_learned = placed_rules(source, folder)
         cks.update(made)
         placed = list(made)
-    rival_cks = {k: Path(v) for k, v in (rival_checkpoints or {}).items()}
+    rival_cks = {k: learned.checkpoint_path(v) for k, v in (rival_checkpoints or {}).items()}
     baselines: dict[str, list[str]] = {}
     if rivals:
         for r in RIVALS:

@@ -140,7 +140,7 @@ def explain(scenario: str, seed: int, checkpoint: str | Path | None = None, over
         raise ValueError(f"--play {play!r}: expected one of {', '.join(PLAYERS)}")
     if reserve is not None and reserve not in RESERVE_RUNNING:
         raise ValueError(f"--reserve {reserve!r}: expected one of {', '.join(RESERVE_RUNNING)}")
-    path = Path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
+    path = learned.checkpoint_path(checkpoint) if checkpoint is not None else learned.shipped_checkpoint()
     cfg = resolve_run_config(scenario, "hrl", seed, [*(overrides or []), f"checkpoint={path.resolve()}"])
     sched = learned.HRLScheduler(path)
     if not (sched.part == "allocate" and sched.net.static):

@@ -12,11 +12,12 @@ from typing import Any
 
 from hrlsched.agent.checkpoint import build_net, hint_of, load
 from hrlsched.agent.common.checkpoint import save
-from hrlsched.agent.common.checkpoint import shipped_checkpoint as shipped
+from hrlsched.agent.common.shipped import checkpoint_path
+from hrlsched.agent.common.shipped import shipped_checkpoint as shipped
 from hrlsched.agent.policy import SHIPPED, CandidateScorer, HRLScheduler
 from hrlsched.errors import CheckpointError
 
-__all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "dl2_against_drf",
+__all__ = ["CandidateScorer", "CheckpointError", "HRLScheduler", "build_net", "checkpoint_path", "dl2_against_drf",
            "harmony_allocation", "hint_of", "load", "save", "score_with", "shipped_checkpoint"]
 
 

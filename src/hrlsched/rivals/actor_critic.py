@@ -41,6 +41,7 @@ from hrlsched.agent.common.checkpoint import CheckpointError
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.common.logger import CSVLogger
 from hrlsched.agent.common.loop import train_within_budget
+from hrlsched.agent.common.shipped import checkpoint_path, shipped_checkpoint
 from hrlsched.agent.common.training_run import RunConfig, check_fields, run_config, write_config
 from hrlsched.contract import Scheduler
 from hrlsched.rivals.replay import ReplayBuffer
@@ -136,7 +137,7 @@ class ActorCriticScheduler(Scheduler):
                  cfg: Any = None, act: str = "greedy") -> None:
         if net is None:
             ck = self.checkpoints
-            cfg, net = ck.build(ck.load(Path(checkpoint) if checkpoint else common.shipped_checkpoint(ck.shipped)))
+            cfg, net = ck.build(ck.load(checkpoint_path(checkpoint) if checkpoint else shipped_checkpoint(ck.shipped)))
         assert cfg is not None
         self.cfg = cfg
         self.set_net(net)

@@ -21,13 +21,13 @@ import os
 import random
 import tempfile
 from collections.abc import Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
+from hrlsched.agent.common.shipped import checkpoint_path, shipped_names
 from hrlsched.errors import CheckpointError
 
 FORMAT = 1
@@ -55,9 +55,9 @@ def save(path: str | Path, payload: dict[str, Any]) -> None:
 def read(path: str | Path) -> dict[str, Any]:
     """Any hrlsched checkpoint (the agent's, DL2's, Harmony's), unchecked
     beyond its format; ``CheckpointError`` for a missing or foreign file."""
-    path = Path(path)
+    path = checkpoint_path(path)
     if not path.is_file():
-        raise CheckpointError(f"{path}: no such checkpoint file")
+        raise CheckpointError(f"{path}: no such checkpoint file (or shipped checkpoint: {', '.join(shipped_names())})")
     try:
         ck = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as e:  # a truncated or foreign file
@@ -112,13 +112,6 @@ def check_schema(path: str | Path, schema: dict[str, list[str]], now: dict[str, 
     if diffs:
         raise CheckpointError(f"{path}: trained on another observation schema than this version's: "
                               + " | ".join(diffs))
-
-
-def shipped_checkpoint(name: str) -> Path:
-    """The checkpoint shipped in the package at ``name``, a path below
-    ``src/hrlsched`` (package data, ``pyproject.toml``), e.g.
-    ``agent/checkpoints/hrl-default.pt``."""
-    return Path(str(resources.files("hrlsched") / name))
 
 
 def rng_state(rng: np.random.Generator) -> dict[str, Any]:
