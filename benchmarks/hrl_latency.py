@@ -1,6 +1,8 @@
 """Decision latency of the ``hrl`` policy on one core: the wall time of one
 decision point (``HRLScheduler.decide``) on a 1,024-GPU cluster (``default``
-scaled to 128 servers) with about 500 active jobs (all arriving at the
+scaled to 128 servers; ``--scenario``: another scenario's cluster, each of its
+server groups scaled alike, e.g. ``hetero``'s three GPU types at 85 servers
+of 4 each, 1,020 GPUs) with about 500 active jobs (all arriving at the
 start). Target: at most 100 ms per decision point.
 
 Three figures:
@@ -22,7 +24,7 @@ service freezes what it holds after start-up (``gc.collect()`` then
 ``gc.freeze()``: those objects are never scanned again), and so does this
 benchmark after loading the policy; ``--no-freeze`` times it without.
 
-    .venv/bin/python benchmarks/hrl_latency.py [--checkpoint PATH] [--gpus 1024] [--jobs 500] [--take POLICY]
+    .venv/bin/python benchmarks/hrl_latency.py [--checkpoint PATH] [--scenario default] [--gpus 1024] [--jobs 500] [--take POLICY]
 
 ``--take`` times every point as one where the point selector takes that
 heuristic's whole decision (the agent's own decision is made first, then the
@@ -55,7 +57,9 @@ def machine() -> str:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--checkpoint", default=None, help="agent checkpoint (default: the shipped one)")
-    ap.add_argument("--gpus", type=int, default=1024)
+    ap.add_argument("--gpus", type=int, default=1024, help="the cluster's GPUs (about: whole servers of each group)")
+    ap.add_argument("--scenario", default="default",
+                    help="whose cluster and workload generator (its server groups scaled to --gpus; e.g. hetero)")
     ap.add_argument("--jobs", type=int, default=500)
     ap.add_argument("--repeat", type=int, default=5, help="burst points timed (after the warm-up one)")
     ap.add_argument("--points", type=int, default=5, help="steady decision points timed after each burst")
@@ -84,9 +88,13 @@ def main() -> None:
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.simulation import Simulation
 
-    servers = args.gpus // 8
-    cfg = resolve_run_config("default", None, 0, [f"cluster.server_groups.0.count={servers}",
-                                                  f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
+    groups = resolve_run_config(args.scenario, None, 0, []).scenario.cluster.server_groups
+    per = [g.gpus_per_server for g in groups]
+    scale = args.gpus / sum(g.count * n for g, n in zip(groups, per))
+    counts = [max(1, round(g.count * scale)) for g in groups]
+    cfg = resolve_run_config(args.scenario, None, 0, [*(f"cluster.server_groups.{i}.count={c}" for i, c in enumerate(counts)),
+                                                      f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
+    n_gpus = sum(c * n for c, n in zip(counts, per))
     built = build_scenario(cfg.scenario, 0)
     pol = HRLScheduler(args.checkpoint)
     if args.take is not None:
@@ -158,7 +166,7 @@ def main() -> None:
         return f"median {statistics.median(x) * 1000:.0f} ms, largest {max(x) * 1000:.0f} ms (of {len(x)})" if x \
             else "none timed"
 
-    print(f"hrl decision point: {args.gpus} GPUs, {jobs} active jobs, {int(statistics.median(steps))} agent "
+    print(f"hrl decision point: {args.scenario}'s cluster at {n_gpus} GPUs, {jobs} active jobs, {int(statistics.median(steps))} agent "
           f"actions per point (median); target 100 ms")
     print(f"  {machine()}")
     print(f"  burst (first point after {jobs} arrivals): {ms(cold)}")
