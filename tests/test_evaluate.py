@@ -360,3 +360,17 @@ def test_the_targets_read_the_room_taken_from_the_lookahead_row() -> None:
     assert never.endswith("holds") and "2.0% ahead" in pays and "49.6%" in pays and "by 0.4 points" in pays
     assert targets(ev(4360.0))[1].endswith("holds")
     assert "MISSED" in targets(ev(4430.0))[0]
+
+
+def test_evaluates_default_rows_are_every_heuristic_of_the_registry() -> None:
+    """"Best heuristic" is the best of them all: the agent's rules and their variants first, then
+    every allocation policy and scheduler of ``hrlsched policies`` (the literature's too), but
+    the learned ones and the oracle planner, each once."""
+    from hrlsched.experiments.evaluate import HEURISTICS, every_heuristic
+    from hrlsched.policies.registry import all_policies
+
+    rows = every_heuristic()
+    assert rows[:len(HEURISTICS)] == HEURISTICS and len(rows) == len(set(rows))
+    registered = {p.name for p in all_policies() if p.kind in ("allocation", "scheduler")}
+    assert registered - set(rows) == {"hrl", "dl2", "harmony", "lookahead"}
+    assert {"pollux", "gavel", "gavel-makespan", "allox", "gandiva-fair", "themis", "optimus-oracle"} <= set(rows)

@@ -8,6 +8,7 @@ import csv
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pytest
@@ -269,6 +270,35 @@ def test_write_readme_tables_rewrites_a_readme(tmp_path: Path, monkeypatch: pyte
     assert made_by(text) == f"hrlsched results --evaluations {tmp_path / 'runs'} --readme {readme}"
     assert "| [`comm`](docs/evaluation/b.md): y | 0-1 |" in text and "| old |" not in text
     assert text.startswith("# title\n\nProse above.\n\n") and text.endswith(f"{END}\nProse below.\n")
+
+
+def test_write_readme_tables_keeps_a_row_without_its_folder_and_names_it(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A case evaluated again rewrites its row; a row whose folder is gone stays as the earlier run wrote
+    it, and the command names it; a table with no folder at all is refused."""
+    from hrlsched.experiments import results
+
+    _evaluation(tmp_path, "a", "default", [0, 1])
+    _evaluation(tmp_path, "b", "comm", [0, 1])
+    _evaluation(tmp_path, "c", "hetero", [0, 1])
+    readme = tmp_path / "README.md"
+    readme.write_text(README.format(begin=BEGIN, end=END))
+    monkeypatch.setattr(results, "EVALUATION_TABLES", ((Case("a", "x"), Case("b", "y")), (Case("c", "z"),)))
+    args = ["results", "--evaluations", str(tmp_path / "runs"), "--readme", str(readme)]
+    assert CliRunner().invoke(app, args).exit_code == 0
+    before = readme.read_text()
+    row_a = next(line for line in before.splitlines() if "docs/evaluation/a.md" in line)
+    shutil.rmtree(tmp_path / "runs" / "evaluate-a")
+    csv_b = tmp_path / "runs" / "evaluate-b" / "evaluation.csv"
+    csv_b.write_text(csv_b.read_text().replace("4503.93", "3600.0"))  # the agent of b evaluated again: 1.000 h
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "rows kept as they were" in result.output and ": a" in result.output
+    after = readme.read_text()
+    assert row_a in after.splitlines() and "| [`comm`](docs/evaluation/b.md): y | 0-1 | **1.000** |" in after
+    shutil.rmtree(tmp_path / "runs" / "evaluate-b")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "no folder for any row of a table" in result.output
 
 
 def test_results_command_needs_an_input_and_names_a_missing_folder(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         checkpoint: Annotated[Optional[Path], typer.Option(help="the agent's checkpoint (default: the shipped one)")] = None,  # noqa: UP045
         ablate: Annotated[bool, typer.Option(help="the rules-only and hint-alone rows, built from the checkpoint")] = True,
         rivals: Annotated[bool, typer.Option("--rivals", help="add DL2 and Harmony, and each against its paper's baselines")] = False,
-        policies: Annotated[Optional[str], typer.Option(help="comma-separated heuristics (default: optimus+pack, optimus+topology, optimus, drf, srtf, srtf-est, tetris, tiresias-gittins, fifo)")] = None,  # noqa: UP045
+        policies: Annotated[Optional[str], typer.Option(help="comma-separated heuristics (default: every one of hrlsched policies but the learned and the lookahead: the agent's rules and their variants, optimus+pack, optimus+topology, ..., the literature's schedulers, pollux and gavel included)")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a scenario value: key=value (repeatable)")] = None,  # noqa: UP045
         out: Annotated[Optional[Path], typer.Option(help="folder of the runs and tables (default: runs/evaluate-SCENARIO)")] = None,  # noqa: UP045
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
@@ -38,15 +38,15 @@ def register(app: typer.Typer) -> None:
         rules on the first seed. Runs already in OUT with the same config are reused."""
         from hrlsched.commands import invoked_command, runs_with_progress, seeds_or_exit
         from hrlsched.commands import names as name_list
-        from hrlsched.experiments.evaluate import HEURISTICS, format_table
         from hrlsched.experiments.evaluate import evaluate as run_evaluate
+        from hrlsched.experiments.evaluate import every_heuristic, format_table
         from hrlsched.experiments.evaluate import markdown as to_markdown
         from hrlsched.experiments.markdown import write_markdown
         from hrlsched.provenance import record_command
 
         err = Console(stderr=True)
         seed_list = seeds_or_exit(err, seeds)
-        names = HEURISTICS if policies is None else name_list(policies)
+        names = every_heuristic() if policies is None else name_list(policies)
         if not rivals and (dl2 is not None or harmony is not None):
             err.print("[red]error:[/red] --dl2/--harmony: a rival's checkpoint is used with --rivals only")
             raise typer.Exit(2)

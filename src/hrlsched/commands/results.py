@@ -27,7 +27,8 @@ def register(app: typer.Typer) -> None:
         restarts, max finish-time fairness; mean ± 95% interval over the seeds; oracles marked;
         the lower bound; the best of each column in bold). With --evaluations: the tables in
         README's block get the agent, its rules, its hint and the best other heuristic per
-        scenario, from each evaluate-<case> folder's evaluation.csv. Each block's first line
+        scenario, from each evaluate-<case> folder's evaluation.csv (a row without its folder
+        is kept as an earlier run wrote it, and named). Each block's first line
         names this command; everything outside the blocks, and the README's prose between
         its tables, is kept."""
         from rich.markup import escape
@@ -49,8 +50,9 @@ def register(app: typer.Typer) -> None:
             if experiment is not None:
                 err.print(f"wrote {write_results_page(page, experiment, command)}", highlight=False, soft_wrap=True)
             if evaluations is not None:
-                err.print(f"wrote {write_readme_tables(readme, evaluations, command)}", highlight=False,
-                          soft_wrap=True)
+                path, kept = write_readme_tables(readme, evaluations, command)
+                err.print(f"wrote {path}" + (f"; rows kept as they were (no evaluate-<case> folder under {evaluations}): "
+                                             f"{', '.join(kept)}" if kept else ""), highlight=False, soft_wrap=True)
         except (ResultsError, OSError) as e:
             err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)
             raise typer.Exit(2) from None

@@ -52,6 +52,8 @@ from hrlsched.experiments.compare import BOUND, check_unique
 from hrlsched.seeds import seeds_text
 
 AGENT = "hrl"
+#: the agent's relatives first (its rules and their variants), then the classic heuristics; ``every_heuristic()``
+#: adds every other scheduler of the registry (the literature's: Pollux, Gavel, ...)
 HEURISTICS = ["optimus-tuned", "optimus-tuned+migrate", "optimus-tuned+migrate/f=0", "optimus+pack", "optimus+topology", "optimus", "drf", "srtf", "srtf-est", "tetris", "tiresias-gittins",
               "fifo"]
 RIVALS = ("dl2", "harmony")
@@ -61,6 +63,18 @@ LEARNED = {AGENT, *RIVALS}
 #: the runs without interference or contention that price it for the best placement heuristic (``--placements``)
 NO_INTERFERENCE = ("perf.options.interference_scale=0", "perf.options.contention=0")
 NO_INTERFERENCE_TAG = "@no-interference"
+
+
+def every_heuristic() -> list[str]:
+    """``evaluate``'s default rows of heuristics: ``HEURISTICS``, then every other allocation policy and
+    scheduler of ``hrlsched policies`` but the learned ones and the oracle planners (``lookahead``: minutes
+    an episode, a row of its own with ``--lookahead``), so that "best heuristic" is the best of them all."""
+    from hrlsched.policies.registry import LEARNED as LEARNED_POLICIES
+    from hrlsched.policies.registry import PLANNERS, all_policies
+
+    rest = [p.name for p in all_policies() if p.kind in ("allocation", "scheduler")
+            and p.name not in PLANNERS and p.name not in LEARNED_POLICIES and p.name not in HEURISTICS]
+    return [*HEURISTICS, *rest]
 
 
 def _checked_policies(heuristics: list[str]) -> dict[str, str]:
@@ -141,7 +155,7 @@ def evaluate(
     out = Path(out)
     if not seeds:
         raise ValueError("--seeds: expected at least one seed")
-    heuristics = list(HEURISTICS if heuristics is None else heuristics)
+    heuristics = every_heuristic() if heuristics is None else list(heuristics)
     info = _checked_policies(heuristics)
     overrides = list(overrides or [])
     # a bad scenario or override, or missing data, fails before any file is written

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -403,11 +404,27 @@ def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> tup
             + " | ".join(cells) + f" | {_hours(rows[BOUND], folder):.3f} |\n"), rules
 
 
+def _kept_rows(readme_text: str) -> dict[str, str]:
+    """The rows of the tables in ``readme_text``'s results block, by the page their scenario cell links."""
+    if BEGIN not in readme_text:
+        return {}
+    b, e, lines = _find_block(readme_text, "README")
+    out = {}
+    for line in lines[b + 1:e]:
+        m = re.match(r"\| \[`[^`]*`\]\(docs/evaluation/([^)]+)\.md\)", line)
+        if m:
+            out[m.group(1)] = line if line.endswith("\n") else line + "\n"
+    return out
+
+
 def evaluation_tables(evaluations: str | Path, readme: str | Path,
-                      tables: Sequence[Sequence[Case]] | None = None) -> list[str]:
+                      tables: Sequence[Sequence[Case]] | None = None,
+                      kept: dict[str, str] | None = None) -> list[str]:
     """The README's tables (markdown; ``tables``: their rows, default
     ``EVALUATION_TABLES``) from the evaluation folders under ``evaluations``;
-    each row links its page under ``docs/evaluation`` beside ``readme``."""
+    each row links its page under ``docs/evaluation`` beside ``readme``.
+    ``kept``: rows by page, each written by an earlier run of this command,
+    used as they are where a case has no folder."""
     tables = EVALUATION_TABLES if tables is None else tables
     evaluations = Path(evaluations)
     if not evaluations.is_dir():
@@ -416,23 +433,37 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
     pages = Path(readme).parent / "docs" / "evaluation"
     out = []
     for cases in tables:
-        rows = [evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md") for c in cases]
+        rows: list[tuple[str, str | None]] = []
+        for c in cases:
+            if kept and c.page in kept and not (evaluations / f"evaluate-{c.page}").is_dir():
+                rows.append((kept[c.page], None))
+                continue
+            rows.append(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md"))
         body = "".join(r for r, _ in rows)
-        names = {rules for _, rules in rows}
+        names = {rules for _, rules in rows if rules is not None}
         if len(names) > 1:
             raise ResultsError(f"{evaluations}: the evaluations of one table are of agents with other rules "
                                f"({', '.join(sorted(names))}); expected one agent's")
+        if not names:
+            raise ResultsError(f"{evaluations}: no folder for any row of a table "
+                               f"({', '.join(c.page for c in cases)}); expected at least one evaluate-<case> folder")
         out.append(EVALUATION_HEADER.format(rules=names.pop()) + body)
     return out
 
 
-def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> Path:
-    """Rewrite the tables of ``readme``'s block from the evaluation folders;
-    everything else in the file is kept."""
+def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> tuple[Path, list[str]]:
+    """Rewrite the tables of ``readme``'s block from the evaluation folders,
+    a row whose folder is absent kept as an earlier run of the command wrote
+    it (each row links its page, which names the evaluation that made it);
+    everything else in the file is kept. Returns the file and the kept rows' pages."""
     from hrlsched.io import write_text
 
     readme = Path(readme)
     if not readme.is_file():
         raise ResultsError(f"{readme}: no such file; expected the README whose results tables to rewrite")
-    tables = evaluation_tables(evaluations, readme)
-    return write_text(readme, replace_tables(readme.read_text(), tables, command, str(readme)))
+    text = readme.read_text()
+    kept = _kept_rows(text)
+    tables = evaluation_tables(evaluations, readme, kept=kept)
+    used = [page for page, row in kept.items() if any(row in t for t in tables)
+            and not (Path(evaluations) / f"evaluate-{page}").is_dir()]
+    return write_text(readme, replace_tables(text, tables, command, str(readme))), used
