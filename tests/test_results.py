@@ -275,7 +275,7 @@ def test_write_readme_tables_rewrites_a_readme(tmp_path: Path, monkeypatch: pyte
 def test_write_readme_tables_keeps_a_row_without_its_folder_and_names_it(tmp_path: Path,
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A case evaluated again rewrites its row; a row whose folder is gone stays as the earlier run wrote
-    it, and the command names it; a table with no folder at all is refused."""
+    it, and the command names it; with no folder at all, nothing is rewritten."""
     from hrlsched.experiments import results
 
     _evaluation(tmp_path, "a", "default", [0, 1])
@@ -298,7 +298,10 @@ def test_write_readme_tables_keeps_a_row_without_its_folder_and_names_it(tmp_pat
     assert row_a in after.splitlines() and "| [`comm`](docs/evaluation/b.md): y | 0-1 | **1.000** |" in after
     shutil.rmtree(tmp_path / "runs" / "evaluate-b")
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 2 and "no folder for any row of a table" in result.output
+    assert result.exit_code == 0 and "a, b" in result.output  # (a table of kept rows alone: headed as the others)
+    shutil.rmtree(tmp_path / "runs" / "evaluate-c")
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 2 and "no evaluate-<case> folder for any row" in result.output
 
 
 def test_results_command_needs_an_input_and_names_a_missing_folder(tmp_path: Path) -> None:

@@ -431,7 +431,7 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
         raise ResultsError(f"{evaluations}: no such folder; expected the folder holding the evaluate-<case> "
                            "folders of `hrlsched evaluate`")
     pages = Path(readme).parent / "docs" / "evaluation"
-    out = []
+    made: list[tuple[str, set[str]]] = []
     for cases in tables:
         rows: list[tuple[str, str | None]] = []
         for c in cases:
@@ -439,16 +439,17 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
                 rows.append((kept[c.page], None))
                 continue
             rows.append(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md"))
-        body = "".join(r for r, _ in rows)
         names = {rules for _, rules in rows if rules is not None}
         if len(names) > 1:
             raise ResultsError(f"{evaluations}: the evaluations of one table are of agents with other rules "
                                f"({', '.join(sorted(names))}); expected one agent's")
-        if not names:
-            raise ResultsError(f"{evaluations}: no folder for any row of a table "
-                               f"({', '.join(c.page for c in cases)}); expected at least one evaluate-<case> folder")
-        out.append(EVALUATION_HEADER.format(rules=names.pop()) + body)
-    return out
+        made.append(("".join(r for r, _ in rows), names))
+    every = set().union(*(names for _, names in made))
+    if len(every) != 1:  # (a table of kept rows alone is headed by the others' agent)
+        raise ResultsError(f"{evaluations}: " + ("no evaluate-<case> folder for any row" if not every else
+                           f"the tables are of agents with other rules ({', '.join(sorted(every))})")
+                           + "; expected one agent's evaluations")
+    return [EVALUATION_HEADER.format(rules=next(iter(every))) + body for body, _ in made]
 
 
 def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> tuple[Path, list[str]]:
