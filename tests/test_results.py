@@ -288,6 +288,9 @@ def test_write_readme_tables_keeps_a_row_without_its_folder_and_names_it(tmp_pat
     assert CliRunner().invoke(app, args).exit_code == 0
     before = readme.read_text()
     row_a = next(line for line in before.splitlines() if "docs/evaluation/a.md" in line)
+    (tmp_path / "runs" / "evaluate-a" / "evaluation.csv").unlink()  # an evaluation under way: kept too
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0 and ": a" in result.output and readme.read_text() == before, result.output
     shutil.rmtree(tmp_path / "runs" / "evaluate-a")
     csv_b = tmp_path / "runs" / "evaluate-b" / "evaluation.csv"
     csv_b.write_text(csv_b.read_text().replace("4503.93", "3600.0"))  # the agent of b evaluated again: 1.000 h

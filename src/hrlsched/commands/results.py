@@ -51,7 +51,7 @@ def register(app: typer.Typer) -> None:
                 err.print(f"wrote {write_results_page(page, experiment, command)}", highlight=False, soft_wrap=True)
             if evaluations is not None:
                 path, kept = write_readme_tables(readme, evaluations, command)
-                err.print(f"wrote {path}" + (f"; rows kept as they were (no evaluate-<case> folder under {evaluations}): "
+                err.print(f"wrote {path}" + (f"; rows kept as they were (no finished evaluate-<case> folder under {evaluations}): "
                                              f"{', '.join(kept)}" if kept else ""), highlight=False, soft_wrap=True)
         except (ResultsError, OSError) as e:
             err.print(f"[red]error:[/red] {escape(str(e))}", highlight=False, soft_wrap=True)

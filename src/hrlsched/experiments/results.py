@@ -404,6 +404,11 @@ def evaluation_row(case: Case, evaluations: Path, pages: Path, link: str) -> tup
             + " | ".join(cells) + f" | {_hours(rows[BOUND], folder):.3f} |\n"), rules
 
 
+def _finished(folder: Path) -> bool:
+    """Whether ``folder`` holds a finished evaluation (``evaluate`` writes its tables last)."""
+    return (folder / "evaluation.csv").is_file() and (folder / "evaluation.json").is_file()
+
+
 def _kept_rows(readme_text: str) -> dict[str, str]:
     """The rows of the tables in ``readme_text``'s results block, by the page their scenario cell links."""
     if BEGIN not in readme_text:
@@ -424,7 +429,8 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
     ``EVALUATION_TABLES``) from the evaluation folders under ``evaluations``;
     each row links its page under ``docs/evaluation`` beside ``readme``.
     ``kept``: rows by page, each written by an earlier run of this command,
-    used as they are where a case has no folder."""
+    used as they are where a case has no finished evaluation (no folder, or
+    one without its tables yet: an evaluation under way)."""
     tables = EVALUATION_TABLES if tables is None else tables
     evaluations = Path(evaluations)
     if not evaluations.is_dir():
@@ -435,7 +441,7 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
     for cases in tables:
         rows: list[tuple[str, str | None]] = []
         for c in cases:
-            if kept and c.page in kept and not (evaluations / f"evaluate-{c.page}").is_dir():
+            if kept and c.page in kept and not _finished(evaluations / f"evaluate-{c.page}"):
                 rows.append((kept[c.page], None))
                 continue
             rows.append(evaluation_row(c, evaluations, pages, f"docs/evaluation/{c.page}.md"))
@@ -454,7 +460,7 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
 
 def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> tuple[Path, list[str]]:
     """Rewrite the tables of ``readme``'s block from the evaluation folders,
-    a row whose folder is absent kept as an earlier run of the command wrote
+    a row without a finished evaluation kept as an earlier run of the command wrote
     it (each row links its page, which names the evaluation that made it);
     everything else in the file is kept. Returns the file and the kept rows' pages."""
     from hrlsched.io import write_text
@@ -466,5 +472,5 @@ def write_readme_tables(readme: str | Path, evaluations: str | Path, command: st
     kept = _kept_rows(text)
     tables = evaluation_tables(evaluations, readme, kept=kept)
     used = [page for page, row in kept.items() if any(row in t for t in tables)
-            and not (Path(evaluations) / f"evaluate-{page}").is_dir()]
+            and not _finished(Path(evaluations) / f"evaluate-{page}")]
     return write_text(readme, replace_tables(text, tables, command, str(readme))), used
