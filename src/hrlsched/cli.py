@@ -46,7 +46,7 @@ def simulate(
     set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
     plots: Annotated[bool, typer.Option(help="write PNG plots")] = True,
     force: Annotated[bool, typer.Option(help="replace an earlier run's files in --out")] = False,
-    checkpoint: Annotated[Optional[Path], typer.Option(help="checkpoint of a learned policy (hrl, dl2, harmony; default: the shipped one)")] = None,  # noqa: UP045
+    checkpoint: Annotated[Optional[Path], typer.Option(help="checkpoint of a learned policy (hrl, dl2, harmony): a file or a shipped one's name (hrlsched checkpoint list); default: the shipped one")] = None,  # noqa: UP045
 ) -> None:
     """Simulate one scenario under one policy and write the run directory."""
     # The body is shared with the console script's fast path (hrlsched.entry).

@@ -19,7 +19,7 @@ def register(app: typer.Typer) -> None:
         seeds: Annotated[int, typer.Option(min=1, help="seeds per policy (0..K-1)")] = 3,
         workers: Annotated[int, typer.Option(min=1, help="parallel processes")] = 2,
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a config value: key=value")] = None,  # noqa: UP045
-        checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for policy hrl (default: the shipped one)")] = None,  # noqa: UP045
+        checkpoint: Annotated[Optional[Path], typer.Option(help="agent checkpoint for policy hrl: a file or a shipped one's name, e.g. hrl-hetero (default: hrl-default)")] = None,  # noqa: UP045
         markdown: Annotated[Optional[Path], typer.Option(help="also write the summary table as markdown to this file, with this command line")] = None,  # noqa: UP045
     ) -> None:
         """Run every policy with every seed (in parallel) and write comparison.csv/.md and plots.

@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         ctx: typer.Context,
         scenario: Annotated[str, typer.Option(help="built-in scenario name (e.g. default, comm, large) or scenario YAML")] = "default",
         seeds: Annotated[str, typer.Option(help="evaluation seeds: a range 0-19, a list 0,3,5, or both (0-4,10)")] = "0-4",
-        checkpoint: Annotated[Optional[Path], typer.Option(help="the agent's checkpoint (default: the shipped one)")] = None,  # noqa: UP045
+        checkpoint: Annotated[Optional[Path], typer.Option(help="the agent's checkpoint: a file or a shipped one's name, e.g. hrl-hetero (hrlsched checkpoint list; default: hrl-default)")] = None,  # noqa: UP045
         ablate: Annotated[bool, typer.Option(help="the rules-only and hint-alone rows, built from the checkpoint")] = True,
         rivals: Annotated[bool, typer.Option("--rivals", help="add DL2 and Harmony, and each against its paper's baselines")] = False,
         policies: Annotated[Optional[str], typer.Option(help="comma-separated heuristics (default: every one of hrlsched policies but the learned and the lookahead: the agent's rules and their variants, optimus+pack, optimus+topology, ..., the literature's schedulers, pollux and gavel included)")] = None,  # noqa: UP045

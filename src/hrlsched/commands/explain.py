@@ -16,7 +16,7 @@ def register(app: typer.Typer) -> None:
         policy: Annotated[str, typer.Option(help="hrl (the agent, against its rules) or dl2 (against its teacher DRF)")] = "hrl",
         scenario: Annotated[str, typer.Option(help="built-in scenario name or scenario YAML")] = "default",
         seed: Annotated[int, typer.Option(min=0, help="workload seed (0-99: evaluation seeds; 100-199: held back)")] = 0,
-        checkpoint: Annotated[Optional[Path], typer.Option(help="the policy's checkpoint (default: the shipped one)")] = None,  # noqa: UP045
+        checkpoint: Annotated[Optional[Path], typer.Option(help="the policy's checkpoint: a file or a shipped one's name (hrlsched checkpoint list; default: the shipped one)")] = None,  # noqa: UP045
         set_: Annotated[Optional[list[str]], typer.Option("--set", help="override a scenario value: key=value (repeatable)")] = None,  # noqa: UP045
         examples: Annotated[int, typer.Option(min=0, help="departures printed, the first ones")] = 5,
         list_all: Annotated[bool, typer.Option("--list", help="print every departure")] = False,
