@@ -451,11 +451,14 @@ def evaluation_tables(evaluations: str | Path, readme: str | Path,
                                f"({', '.join(sorted(names))}); expected one agent's")
         made.append(("".join(r for r, _ in rows), names))
     every = set().union(*(names for _, names in made))
-    if len(every) != 1:  # (a table of kept rows alone is headed by the others' agent)
-        raise ResultsError(f"{evaluations}: " + ("no evaluate-<case> folder for any row" if not every else
-                           f"the tables are of agents with other rules ({', '.join(sorted(every))})")
-                           + "; expected one agent's evaluations")
-    return [EVALUATION_HEADER.format(rules=next(iter(every))) + body for body, _ in made]
+    out = []
+    for body, names in made:
+        if not names and len(every) != 1:  # (a table of kept rows alone is headed by the others' agent)
+            raise ResultsError(f"{evaluations}: " + ("no evaluate-<case> folder for any row" if not every else
+                               f"a table of kept rows beside tables of agents with other rules "
+                               f"({', '.join(sorted(every))})") + "; expected a finished evaluation of one of its rows")
+        out.append(EVALUATION_HEADER.format(rules=next(iter(names or every))) + body)
+    return out
 
 
 def write_readme_tables(readme: str | Path, evaluations: str | Path, command: str) -> tuple[Path, list[str]]:
