@@ -69,11 +69,10 @@ def every_heuristic() -> list[str]:
     """``evaluate``'s default rows of heuristics: ``HEURISTICS``, then every other allocation policy and
     scheduler of ``hrlsched policies`` but the learned ones and the oracle planners (``lookahead``: minutes
     an episode, a row of its own with ``--lookahead``), so that "best heuristic" is the best of them all."""
-    from hrlsched.policies.registry import LEARNED as LEARNED_POLICIES
     from hrlsched.policies.registry import PLANNERS, all_policies
 
     rest = [p.name for p in all_policies() if p.kind in ("allocation", "scheduler")
-            and p.name not in PLANNERS and p.name not in LEARNED_POLICIES and p.name not in HEURISTICS]
+            and p.name not in PLANNERS and p.name not in LEARNED and p.name not in HEURISTICS]
     return [*HEURISTICS, *rest]
 
 

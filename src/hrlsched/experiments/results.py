@@ -474,6 +474,6 @@ def write_readme_tables(readme: str | Path, evaluations: str | Path, command: st
     text = readme.read_text()
     kept = _kept_rows(text)
     tables = evaluation_tables(evaluations, readme, kept=kept)
-    used = [page for page, row in kept.items() if any(row in t for t in tables)
-            and not _finished(Path(evaluations) / f"evaluate-{page}")]
+    used = [c.page for cases in EVALUATION_TABLES for c in cases
+            if c.page in kept and not _finished(Path(evaluations) / f"evaluate-{c.page}")]
     return write_text(readme, replace_tables(text, tables, command, str(readme))), used
