@@ -70,6 +70,9 @@ def main() -> None:
                          "(e.g. 'optimus-tuned+migrate/f=0'): its cost there, the agent's own decision and the heuristic's")
     ap.add_argument("--breakdown", action="store_true",
                     help="also time the parts of the warm-up and burst points, call by call (timers included)")
+    ap.add_argument("--priced", type=int, default=None, metavar="N",
+                    help="a learned placement choice chooses for at most N jobs per point (default: its "
+                         "PRICED_PER_POINT; a large N: every job placed anew; 0: none, pack's placement)")
     ap.add_argument("--run", default=None, metavar="SCENARIO",
                     help="instead: time every decision point of one whole episode of this scenario (with --set)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="--run: override a scenario value")
@@ -83,7 +86,6 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
-    from hrlsched.agent.policy import HRLScheduler
     from hrlsched.config import resolve_run_config
     from hrlsched.scenario import build_scenario
     from hrlsched.sim.simulation import Simulation
@@ -96,7 +98,7 @@ def main() -> None:
                                                       f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
     n_gpus = sum(c * n for c, n in zip(counts, per))
     built = build_scenario(cfg.scenario, 0)
-    pol = HRLScheduler(args.checkpoint)
+    pol = agent(args)
     if args.take is not None:
         from hrlsched.agent.selector import SELECTOR_POLICIES
 
@@ -127,6 +129,7 @@ def main() -> None:
         gc.collect()
         gc.freeze()
     first, cold, warm, steps, jobs = 0.0, [], [], [], 0
+    placed = {"choices": 0, "departed": 0, "capped": 0}  # the learned placement's, at the timed burst points
     taken = {"burst": 0, "steady": 0}  # timed points where the learned selector took another heuristic's decision
     for r in range(args.repeat + 1):
         sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
@@ -143,9 +146,14 @@ def main() -> None:
             t_sel = int(pol.selector.taken.sum()) if pol.selector is not None else 0
             if args.breakdown:
                 total.clear()
+            pc = pol.placement
+            before = {k: getattr(pc, k) for k in placed} if pc is not None else {}
             t0 = time.perf_counter()
             dec = pol.decide(view)
             dt = time.perf_counter() - t0
+            if pc is not None and r > 0 and i == 0:
+                for k in placed:
+                    placed[k] += getattr(pc, k) - before[k]
             if args.breakdown and i == 0:
                 for key, v in total.items():
                     parts.setdefault(key, []).append(v)
@@ -176,6 +184,11 @@ def main() -> None:
     if pol.selector is not None:
         print(f"  its point selector took another heuristic's whole decision at {taken['burst']} of {len(cold)} burst "
               f"and {taken['steady']} of {len(warm)} steady points timed")
+    if pol.placement is not None:
+        pc, n = pol.placement, max(len(cold), 1)
+        print(f"  its learned placement, per burst point: {placed['choices'] // n} jobs placed anew, "
+              f"{(placed['choices'] - placed['capped']) // n} chosen for (at most {pc.priced_per_point}), "
+              f"{placed['departed'] / n:g} elsewhere than pack")
     if parts:
         print("  parts (ms, timers included): warm-up point, burst points' median")
         for key, v in sorted(parts.items(), key=lambda kv: -kv[1][0]):
@@ -189,12 +202,11 @@ def run_episode(args: argparse.Namespace) -> None:
     import torch
 
     torch.set_num_threads(1)
-    from hrlsched.agent.policy import HRLScheduler
     from hrlsched.config import resolve_run_config
     from hrlsched.run import simulate
     from hrlsched.sim.metrics import summary
 
-    pol = HRLScheduler(args.checkpoint)
+    pol = agent(args)
     times: dict[bool, list[float]] = {False: [], True: []}
     jobs: list[int] = []
     decide = pol.decide
@@ -232,6 +244,22 @@ def run_episode(args: argparse.Namespace) -> None:
     print(f"  its own decision:                 {ms(times[False])}")
     print(f"  a heuristic's taken (two made):   {ms(times[True])}")
     print(f"  over 100 ms: {sum(t > 0.1 for t in allt)} of {len(allt)} points")
+    pc = pol.placement
+    if pc is not None:
+        print(f"  its learned placement: {pc.choices} jobs placed anew, {pc.choices - pc.capped} chosen for (at most "
+              f"{pc.priced_per_point} per point), {pc.departed} elsewhere than pack")
+
+
+def agent(args: argparse.Namespace):  # noqa: ANN201
+    """The ``hrl`` policy of ``--checkpoint``, its learned placement capped at ``--priced`` jobs per point."""
+    from hrlsched.agent.policy import HRLScheduler
+
+    pol = HRLScheduler(args.checkpoint)
+    if args.priced == 0:
+        pol.placement = None
+    elif args.priced is not None and pol.placement is not None:
+        pol.placement.priced_per_point = args.priced
+    return pol
 
 
 def pol_decide(pol, view, built, r):  # noqa: ANN001, ANN201

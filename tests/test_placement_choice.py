@@ -179,6 +179,43 @@ def test_features_on_a_hand_checked_point() -> None:
     assert suffered < 0 and caused < 0  # alone on server 2, it neither suffers nor causes job 3's pressure
 
 
+def test_a_point_chooses_for_its_first_jobs_only_and_gives_the_others_packs() -> None:
+    from collections import Counter
+
+    priced: Counter = Counter()
+    past: list[tuple[int, bool]] = []
+    firsts: dict[str, list] = {"capped": [], "free": []}
+
+    def counted(cap: int, seen: list) -> type[PlacementChoice]:
+        class Counted(PlacementChoice):
+            def __init__(self, w: np.ndarray) -> None:
+                super().__init__(w, priced_per_point=cap)
+
+            def choose(self, dp, job, pl):  # noqa: ANN001, ANN202
+                capped = self.capped
+                out = super().choose(dp, job, pl)
+                if self.capped > capped:
+                    past.append((dp.decisions, out is pl))  # pack's, as it came
+                else:
+                    priced[(id(self), id(dp.view), dp.decisions)] += 1
+                    seen.append((dp.decisions, job.job_id, out.canonical()))
+                return out
+        return Counted
+
+    w = np.array([0.0, -3.0, -3.0, 0.0, 0.0, 2.0])
+    capped = _agent(w, counted(1, firsts["capped"]))
+    _run(capped, scenario="ps-small")
+    pc = capped.placement  # type: ignore[attr-defined]
+    assert pc.capped > 0 and all(p for _, p in past) and max(priced.values()) == 1
+    # without a cap, the same choices up to the first point that capped one, and its first job's
+    _run(_agent(w, counted(10_000, firsts["free"])), scenario="ps-small")
+    d0 = min(d for d, _ in past)
+    before = [x for x in firsts["free"] if x[0] < d0] + [next(x for x in firsts["free"] if x[0] == d0)]
+    assert firsts["capped"][:len(before)] == before
+    with pytest.raises(ValueError, match="priced_per_point"):
+        PlacementChoice(w, priced_per_point=0)
+
+
 def test_a_checkpoint_carries_the_weights_its_ablation_drops_them_and_bad_ones_are_named(tmp_path: Path) -> None:
     from hrlsched.agent import checkpoint as ckpt
     from hrlsched.agent.common import checkpoint as common

@@ -41,6 +41,15 @@ Score: ``weights . features`` plus ``PRIOR`` (1) on pack's candidate; the
 best score wins, pack's among ties. With all weights 0 pack's always wins:
 the agent's placement is pack's, to the bit (no feature is computed then).
 
+At most ``PRICED_PER_POINT`` (16) jobs are chosen for at one decision point,
+the first ones placed; the others there take pack's placement unpriced
+(``capped`` counts them). Why: each choice costs about a millisecond, so a
+point that places hundreds of jobs anew (500 arrivals at once) would cost
+about half a second or more (issue 34's target 6: 100 ms at 1,024 GPUs and
+500 jobs). It changes no decision of any evaluation page: there, no point
+places more than 19 jobs anew, and none beyond the 16th departs from pack
+(docs/performance.md gives the counts and their command).
+
 A checkpoint carries the weights as ``placement = {"features": [...],
 "weights": [...]}``; ``hrlsched train-es --learn placement`` learns them
 (``agent.es``)."""
@@ -67,6 +76,7 @@ if TYPE_CHECKING:
 PLACEMENT_FEATURES = ("servers", "suffered", "caused", "link_load", "fragments", "balance")
 CANDIDATE_SOURCES = ("pack", "balance", "topology", "quiet")
 PRIOR = 1.0  # pack's margin: weights . features must pass it for another candidate to win
+PRICED_PER_POINT = 16  # the most jobs one decision point chooses for; the others take pack's (module docstring)
 _SHARED_KINDS = (1, 2, 3, 4)  # ``board.LINK_KINDS``: switch uplinks, QPI, NICs, rack uplinks
 
 
@@ -95,20 +105,26 @@ class PlacementChoice:
     """The candidates, their features and the weights that choose among
     them (see the module's docstring); ``choose`` is the
     ``DecisionPoint.place_choice`` hook. ``choices``/``departed``: jobs
-    placed, and those placed elsewhere than pack would."""
+    placed, and those placed elsewhere than pack would; ``capped``: jobs
+    given pack's placement unpriced, past ``priced_per_point`` at a point."""
 
-    def __init__(self, weights: np.ndarray) -> None:
+    def __init__(self, weights: np.ndarray, priced_per_point: int = PRICED_PER_POINT) -> None:
         w = np.asarray(weights, dtype=np.float64)
         if w.shape != (len(PLACEMENT_FEATURES),):
             raise ValueError(f"placement weights: expected {len(PLACEMENT_FEATURES)} numbers, got shape {w.shape}")
+        if priced_per_point < 1:
+            raise ValueError(f"priced_per_point: expected a positive number of jobs, got {priced_per_point}")
         self.weights = w
+        self.priced_per_point = int(priced_per_point)
         self._perf = bool(w[1] or w[2])  # the performance model is asked only where its features count
         self._balance = BalancePlacement()
         self._topology = TopologyPlacement()
         self._point: tuple[int, int] | None = None
         self._shared: tuple[np.ndarray, np.ndarray] | None = None
+        self._priced_at: tuple[tuple[int, int], int] = ((0, -1), 0)  # (the point, jobs chosen for there)
         self.choices = 0
         self.departed = 0
+        self.capped = 0
 
     # ------------------------------------------------------------ the hook
     def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
@@ -116,6 +132,13 @@ class PlacementChoice:
         self.choices += 1
         if not self.weights.any():
             return pl
+        point, priced = self._priced_at
+        if point != (id(dp.view), dp.decisions):
+            point, priced = (id(dp.view), dp.decisions), 0
+        if priced >= self.priced_per_point:
+            self.capped += 1
+            return pl
+        self._priced_at = (point, priced + 1)
         cands = self.candidates(dp, job, pl)
         if len(cands.placements) == 1:
             return pl
