@@ -46,9 +46,9 @@ the first ones placed; the others there take pack's placement unpriced
 (``capped`` counts them). Why: each choice costs about a millisecond, so a
 point that places hundreds of jobs anew (500 arrivals at once) would cost
 about half a second or more (issue 34's target 6: 100 ms at 1,024 GPUs and
-500 jobs). It changes no decision of any evaluation page: there, no point
-places more than 19 jobs anew, and none beyond the 16th departs from pack
-(docs/performance.md gives the counts and their command).
+500 jobs). It changes no decision of any evaluation page: run with the cap
+lifted, no job beyond the 16th of its point departs from pack there
+(``benchmarks/placement_cap.py``; docs/performance.md gives the counts).
 
 A checkpoint carries the weights as ``placement = {"features": [...],
 "weights": [...]}``; ``hrlsched train-es --learn placement`` learns them
