@@ -204,9 +204,13 @@ def test_a_point_chooses_for_its_first_jobs_only_and_gives_the_others_packs() ->
 
     w = np.array([0.0, -3.0, -3.0, 0.0, 0.0, 2.0])
     capped = _agent(w, counted(1, firsts["capped"]))
-    _run(capped, scenario="ps-small")
+    first_run = _run(capped, scenario="ps-small")
     pc = capped.placement  # type: ignore[attr-defined]
     assert pc.capped > 0 and all(p for _, p in past) and max(priced.values()) == 1
+    # a second episode of the same scheduler starts its points afresh (reset): the same run again
+    n_seen, n_past = len(firsts["capped"]), len(past)
+    np.testing.assert_array_equal(_run(capped, scenario="ps-small").finish_s, first_run.finish_s)  # type: ignore[attr-defined]
+    del firsts["capped"][n_seen:], past[n_past:]
     # without a cap, the same choices up to the first point that capped one, and its first job's
     _run(_agent(w, counted(10_000, firsts["free"])), scenario="ps-small")
     d0 = min(d for d, _ in past)

@@ -126,6 +126,12 @@ class PlacementChoice:
         self.departed = 0
         self.capped = 0
 
+    def reset(self) -> None:
+        """A new episode: forget the last point (its jobs chosen for, its neighbours), whose key
+        (the view's id, the point's number) a new episode's first point could repeat."""
+        self._point = None
+        self._priced_at = ((0, -1), 0)
+
     # ------------------------------------------------------------ the hook
     def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
         """The placement of ``job`` at ``dp``'s current choice, ``pl`` being pack's."""

@@ -94,6 +94,8 @@ class HRLScheduler(Scheduler):
                               ps_options=kw.get("ps_options"), max_jobs=int(kw.get("max_jobs", 64)))
         self.dp.reset(rng)
         self.dp.place_choice = self.placement
+        if self.placement is not None:
+            self.placement.reset()
         self.steps = 0
         if self.selector is not None:
             self.selector.reset(topology)
