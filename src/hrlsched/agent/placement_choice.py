@@ -119,9 +119,8 @@ class PlacementChoice:
         self._perf = bool(w[1] or w[2])  # the performance model is asked only where its features count
         self._balance = BalancePlacement()
         self._topology = TopologyPlacement()
-        self._point: tuple[int, int] | None = None
         self._shared: tuple[np.ndarray, np.ndarray] | None = None
-        self._priced_at: tuple[tuple[int, int], int] = ((0, -1), 0)  # (the point, jobs chosen for there)
+        self.reset()
         self.choices = 0
         self.departed = 0
         self.capped = 0
@@ -129,8 +128,8 @@ class PlacementChoice:
     def reset(self) -> None:
         """A new episode: forget the last point (its jobs chosen for, its neighbours), whose key
         (the view's id, the point's number) a new episode's first point could repeat."""
-        self._point = None
-        self._priced_at = ((0, -1), 0)
+        self._point: tuple[int, int] | None = None  # the point whose neighbours are indexed (``_neighbours``)
+        self._priced_at: tuple[tuple[int, int], int] = ((0, -1), 0)  # (the point, jobs chosen for there)
 
     # ------------------------------------------------------------ the hook
     def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
