@@ -174,32 +174,40 @@ def test_residual_features_are_relative_to_the_hint_and_zero_on_wait_and_keep() 
 
 def test_residual_rows_are_what_the_residual_reads_of_allocation_rows() -> None:
     """The agent with a residual over a silenced scorer decides on ``rule_rows`` and ``residual_rows``
-    alone: at every choice of a run of the hetero agent they equal those columns of ``allocation_rows``,
-    and the residual scores them the same, to the bit."""
+    alone: at every choice of a run of the hetero agent its point's shares equal the cluster row's,
+    each slot's partners (``twice``, ``half``) are those ``allocation_rows``' kinds and workers name,
+    and ``residual_scores_at`` scores the choice as ``residual_scores`` does on ``allocation_rows``
+    (every weight nonzero as well as the agent's)."""
     from hrlsched.agent import residual as R
     from hrlsched.agent.policy import HRLScheduler
     from hrlsched.config import resolve_run_config
+    from hrlsched.envs.candidates import KEEP
     from hrlsched.envs.decision import DecisionPoint
     from hrlsched.run import simulate
 
     pol = HRLScheduler(str(Path(R.__file__).parent / "checkpoints" / "hrl-hetero.pt"))
     assert pol.residual is not None and pol.residual[list(R.ARRIVED)].any()
-    checked = [0, 0]
+    checked = [0, 0, 0]
 
     def check(dp):  # noqa: ANN001, ANN202
-        free, queued, arch, mode = light(dp)
+        free, queued, twice, half = light(dp)
         speed, hint, workers, ix = dp.rule_rows()
         _, cluster, _, base, dyn, _ = dp.allocation_rows()
         assert (free, queued) == (float(cluster[R._FREE]), float(cluster[R._QUEUED]))
-        np.testing.assert_array_equal(arch, base[:, R._ARCH])
-        np.testing.assert_array_equal(mode, base[:, R._MODE])
-        for w in (pol.residual, np.arange(1.0, 1.0 + len(R.RESIDUAL_FEATURES))):  # every weight counts
-            a = R.residual_scores_on(w, free, queued, workers, arch, mode, speed, hint, ix, 0.25)
-            np.testing.assert_array_equal(a, R.residual_scores(w, cluster, base, dyn, ix, 0.25))
+        menu = ix > KEEP
+        if hint >= 0 and ix[hint] > KEEP:
+            same = (base[:, R._ARCH] == base[hint, R._ARCH]) & (base[:, R._MODE] == base[hint, R._MODE]) & menu
+            w, hw = base[:, R._WORKERS], base[hint, R._WORKERS]
+            np.testing.assert_array_equal(twice[ix[hint]][ix], same & (w == 2 * hw))
+            np.testing.assert_array_equal(half[ix[hint]][ix], same & (w == hw / 2))
+            checked[2] += bool(half[ix[hint]][ix].any())
+        for wt in (pol.residual, np.arange(1.0, 1.0 + len(R.RESIDUAL_FEATURES))):  # every weight counts
+            a = R.residual_scores_at(wt, free, queued, twice, half, speed, hint, ix, 0.25)
+            np.testing.assert_array_equal(a, R.residual_scores(wt, cluster, base, dyn, ix, 0.25))
         checked[0] += 1
-        checked[1] += bool(np.any(R.residual_scores_on(pol.residual, free, queued, workers, arch, mode, speed, hint,
+        checked[1] += bool(np.any(R.residual_scores_at(pol.residual, free, queued, twice, half, speed, hint,
                                                        ix, 0.25)))
-        return free, queued, arch, mode
+        return free, queued, twice, half
 
     light = DecisionPoint.residual_rows
     cfg = resolve_run_config("hetero", "hrl", 2, ["workload.jobs=30", "workload.duration_h=2",
@@ -209,7 +217,7 @@ def test_residual_rows_are_what_the_residual_reads_of_allocation_rows() -> None:
         simulate(cfg, scheduler=pol)
     finally:
         DecisionPoint.residual_rows = light  # type: ignore[method-assign]
-    assert checked[0] > 30 and checked[1] > 10, checked  # choices, and ones the residual scores
+    assert checked[0] > 30 and checked[1] > 10 and checked[2] > 10, checked  # choices, scored, with a half slot
 
 
 def test_a_checkpoint_with_a_residual_loads_and_its_rules_only_ablation_drops_it(tmp_path: Path) -> None:

@@ -115,6 +115,7 @@ class PlacementChoice:
         if priced_per_point < 1:
             raise ValueError(f"priced_per_point: expected a positive number of jobs, got {priced_per_point}")
         self.weights = w
+        self._active = bool(w.any())  # (all zero: pack's placement, nothing priced)
         self.priced_per_point = int(priced_per_point)
         self._perf = bool(w[1] or w[2])  # the performance model is asked only where its features count
         self._balance = BalancePlacement()
@@ -135,7 +136,7 @@ class PlacementChoice:
     def choose(self, dp: DecisionPoint, job: Job, pl: Placement) -> Placement:
         """The placement of ``job`` at ``dp``'s current choice, ``pl`` being pack's."""
         self.choices += 1
-        if not self.weights.any():
+        if not self._active:
             return pl
         point, priced = self._priced_at
         if point != (id(dp.view), dp.decisions):

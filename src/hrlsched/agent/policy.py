@@ -28,7 +28,7 @@ from hrlsched.agent import checkpoint as ckpt
 from hrlsched.agent.common.distributions import MaskedCategorical
 from hrlsched.agent.common.shipped import checkpoint_path, shipped_checkpoint
 from hrlsched.agent.placement_choice import PlacementChoice, placement_weights
-from hrlsched.agent.residual import ARRIVED, residual_scores, residual_scores_on, residual_weights
+from hrlsched.agent.residual import ARRIVED, residual_scores, residual_scores_at, residual_weights
 from hrlsched.agent.rules import GAP_SCALE, add_rules, agent_point, rules_scores
 from hrlsched.agent.selector import Selector, arrived_share, selector_weights
 from hrlsched.cluster.topology import Topology
@@ -161,8 +161,8 @@ class HRLScheduler(Scheduler):
                 speed, hint, workers, ix = dp.rule_rows()
                 s = rules_scores(speed, hint, workers, ix, scorer.gap, scorer.bonus)
                 if scorer.residual is not None:  # (as ``CandidateScorer.score``'s sum)
-                    free, queued, arch, mode = dp.residual_rows()
-                    s = s + residual_scores_on(scorer.residual, free, queued, workers, arch, mode, speed, hint, ix,
+                    free, queued, twice, half = dp.residual_rows()
+                    s = s + residual_scores_at(scorer.residual, free, queued, twice, half, speed, hint, ix,
                                                scorer.arrived)
                 more = dp.act(int(ix[s.argmax()]))
                 self.steps += 1

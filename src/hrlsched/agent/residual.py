@@ -102,6 +102,31 @@ def residual_scores_on(weights: np.ndarray, free: float, queued: float, workers:
     return out
 
 
+def residual_scores_at(weights: np.ndarray, free: float, queued: float, twice: np.ndarray, half: np.ndarray,
+                       speed: np.ndarray, hint: int, ix: np.ndarray, arrived: float = 0.0) -> np.ndarray | float:
+    """``residual_scores_on`` with the slots' kinds read from the menu's partner matrices
+    (``DecisionPoint.residual_rows``: ``twice[c, s]``, slot ``s`` has slot ``c``'s architecture
+    and mode and twice its workers; ``half`` likewise) and only the weighted terms computed:
+    what the agent computes per choice (a point makes hundreds). The same scores as
+    ``residual_scores`` on the same choice (a zero's sign aside)."""
+    if hint < 0 or ix[hint] <= KEEP:
+        return 0.0
+    w = weights
+    c = ix[hint]
+    up = w[0] + w[1] * free + w[2] * queued + w[7] * arrived  # (as ``residual_scores_on``)
+    down = w[3] + w[4] * free + w[5] * queued + w[8] * arrived
+    out = np.zeros(len(ix))
+    if up:
+        out += up * twice[c][ix]
+    if down:
+        out += down * half[c][ix]
+    if w[6]:
+        d = w[6] * (speed - speed[hint])
+        d[ix <= KEEP] = 0.0
+        out += d
+    return out
+
+
 def residual_weights(ck: dict[str, Any], source: str = "checkpoint") -> np.ndarray | None:
     """The residual's weights of a loaded checkpoint, in ``RESIDUAL_FEATURES``'
     order (None: it has none; a feature the file does not name: 0);

@@ -385,10 +385,13 @@ class DecisionPoint:
 
     def residual_rows(self) -> tuple[float, float, np.ndarray, np.ndarray]:
         """What the agent's residual reads of an allocation choice besides ``rule_rows``
-        (``agent.residual``): (the shares of GPUs idle at the point's start and of jobs queued,
-        as the cluster row's float32 ``free_gpus_before`` and ``queued_jobs``; the valid slots'
-        architecture and mode columns, as ``base``'s). The same values as ``allocation_rows``'.
-        Only in an allocation phase."""
+        (``agent.residual.residual_scores_at``): (the shares of GPUs idle at the point's start
+        and of jobs queued, as the cluster row's float32 ``free_gpus_before`` and
+        ``queued_jobs``; per pair of menu slots, whether the second has the first's
+        architecture and mode and twice its workers, and the same for half, as a bool matrix of
+        ``table.size`` rows each, wait and keep nobody's partner). What ``allocation_rows``' rows
+        tell the residual, with the slots' kinds (fixed per slot but keep's) made once. Only in
+        an allocation phase."""
         assert self.view is not None and self.agent_allocates and self.phase == ALLOCATE and 0 <= self.k < self.n_dec
         return self.obs.residual_rows()
 

@@ -95,6 +95,15 @@ class Observer:
         cs[:, C["arch_ps"]] = self._ta
         cs[:, C["mode_async"]] = self._tm
         self._cand_static = cs
+        self._cand_workers = cs[:, C["workers"]].copy()  # (one column, contiguous: ``rule_rows`` takes it per choice)
+        # the residual's partners of each menu slot (``agent.residual``): the slots of its architecture
+        # and mode with twice and with half its workers, as the residual compares them (wait and
+        # keep are no one's partner: their rows score 0)
+        tw, ta, tm = cs[:, C["workers"]], cs[:, C["arch_ps"]], cs[:, C["mode_async"]]
+        same = (ta[None, :] == ta[:, None]) & (tm[None, :] == tm[:, None])
+        self._twice = same & (np.abs(tw[None, :] - 2.0 * tw[:, None]) < 1e-6)
+        self._half = same & (np.abs(tw[None, :] - 0.5 * tw[:, None]) < 1e-6)
+        self._twice[:, : KEEP + 1] = self._half[:, : KEEP + 1] = False
         self._no_restart = np.zeros(t.size)
         self._restart_sets: dict[tuple, np.ndarray] = {}
         self._share: dict[tuple, np.ndarray] = {}  # the valid slots' workers over the free GPUs, per (free, slots)
@@ -232,7 +241,7 @@ class Observer:
         bs = self._bs_l[k]
         _, rate, _, _ = dp.pricing.valid_slot_terms(cur, bs, vk, ix, req)
         speed = np.array(rate, dtype=np.float32)  # as ``dyn``'s first column
-        workers = self._cand_static[ix, C["workers"]]
+        workers = self._cand_workers[ix]
         if valid[KEEP]:  # the second row: the job's own allocation (as in ``_candidate_rows``)
             assert cur_pl is not None
             workers[1] = min(cur_pl.n_workers / F.WORKER_SCALE, F.BIG)
@@ -246,13 +255,7 @@ class Observer:
         """``DecisionPoint.residual_rows``."""
         if not self._rules_prepared:
             self._prepare_rules()
-        dp = self.dp
-        valid, _, _, ix, _ = dp.valid_slots
-        kinds = self._cand_static[ix, C.span("arch_ps", "mode_async")]
-        if valid[KEEP]:  # the second row: the job's own (as in ``_candidate_rows``)
-            cur = dp.view.jobs[dp.k]  # type: ignore[union-attr]
-            kinds[1] = (cur.arch == "ps", cur.mode == "async")
-        return float(np.float32(self._idle)), float(np.float32(self._queued)), kinds[:, 0], kinds[:, 1]
+        return float(np.float32(self._idle)), float(np.float32(self._queued)), self._twice, self._half
 
     def _cluster_row(self) -> np.ndarray:
         dp = self.dp
