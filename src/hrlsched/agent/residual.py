@@ -115,6 +115,8 @@ def residual_scores_at(weights: np.ndarray, free: float, queued: float, twice: n
     c = ix[hint]
     up = w[0] + w[1] * free + w[2] * queued + w[7] * arrived  # (as ``residual_scores_on``)
     down = w[3] + w[4] * free + w[5] * queued + w[8] * arrived
+    if not w[6] and not (up and down):  # one partner kind weighted (the shipped file's): one product
+        return up * twice[c][ix] if up else down * half[c][ix]
     out = np.zeros(len(ix))
     if up:
         out += up * twice[c][ix]
