@@ -174,9 +174,9 @@ class PlacementChoice:
         cap = occ.worker_capacity(job)
         if not np.any(cap >= w):
             out.add(_quiet(dp, job, cap, w, p), "quiet")
-        # (each is built on the room left, so this guard rarely drops one; the occupancy's check is
-        # the cheap one: the board's indexes a placement's links first)
-        keep = [0] + [i for i in range(1, len(out.placements)) if occ.fits(job, out.placements[i])]
+        # (each is built on the room left, so this guard rarely drops one; the board's check reads
+        # the servers and GPUs a placement uses from its index, which ``features`` reads next)
+        keep = [0] + [i for i in range(1, len(out.placements)) if board.fits(job, out.placements[i])]
         if len(keep) < len(out.placements):
             out.placements = [out.placements[i] for i in keep]
             out.sources = [out.sources[i] for i in keep]
