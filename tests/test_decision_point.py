@@ -229,7 +229,7 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
     """``ModelRoom`` catches up server by server on what commitments change;
     its worker capacities, their histogram and PS room are exactly what the
     occupancy's arrays give after any sequence of commits, releases and
-    wholesale changes."""
+    wholesale changes. Models with the same resource needs share one room."""
     from hrlsched.config import resolve_run_config
     from hrlsched.core.catalogue import get_profile
     from hrlsched.envs.board import MARGIN, Board
@@ -277,6 +277,12 @@ def test_model_room_follows_commitments_as_the_arrays() -> None:
             p = profiles[probe.model]
             k = np.minimum(np.floor((occ.cores_free - MARGIN) / p.ps_cores), np.floor((occ.mem_free - MARGIN) / p.ps_mem_gb))
             assert room.ps_total == float(np.maximum(k, 0).sum())
+    needs = {m: (p.worker_cores, p.worker_mem_gb, p.ps_cores, p.ps_mem_gb) for m, p in profiles.items()}
+    probes = view.jobs[:8]
+    assert len({needs[j.model] for j in probes}) < len({j.model for j in probes})  # some models share their needs
+    for a in probes:
+        for b in probes:
+            assert (occ.room(a) is occ.room(b)) == (needs[a.model] == needs[b.model])
 
 
 def test_allocation_rows_are_the_light_observation() -> None:

@@ -82,7 +82,10 @@ class _Occupancy(Occupancy):
         # (``forget``): a model's ``ModelRoom`` catches up on them alone.
         self._log: list[int] = []
         self._bulk = 0
-        self._rooms: dict[str, ModelRoom] = {}
+        # one room per resource need (a worker's and a PS's cores and memory): the room depends on
+        # nothing else of a model, and models share needs (8 models, 3 needs in the scenarios)
+        self._rooms: dict[tuple[float, float, float, float], ModelRoom] = {}
+        self._need: dict[str, tuple[float, float, float, float]] = {}  # per model
         # a ``ModelRoom.hist``'s length: the most GPUs of a server, plus one (once per board, not per model)
         topo = self.topo
         self.hist_len = (max(int(topo.server_gpus.max()), 0) if topo.n_servers else 0) + 1
@@ -97,10 +100,14 @@ class _Occupancy(Occupancy):
         self._log.clear()
 
     def room(self, job: Job) -> ModelRoom:
-        """The room of ``job``'s model, up to date (read-only)."""
-        r = self._rooms.get(job.model)
+        """The room of ``job``'s model (of every model with its resource needs), up to date (read-only)."""
+        need = self._need.get(job.model)
+        if need is None:
+            p = self._profiles[job.model]
+            need = self._need[job.model] = (p.worker_cores, p.worker_mem_gb, p.ps_cores, p.ps_mem_gb)
+        r = self._rooms.get(need)
         if r is None:
-            r = self._rooms[job.model] = ModelRoom(self, self._profiles[job.model], job)
+            r = self._rooms[need] = ModelRoom(self, self._profiles[job.model], job)
         elif r.pos == len(self._log) and r.bulk == self._bulk and r._exact:  # up to date (``sync``'s no-op)
             return r
         r.sync(self)
