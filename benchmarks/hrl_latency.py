@@ -26,6 +26,11 @@ benchmark after loading the policy; ``--no-freeze`` times it without.
 
     .venv/bin/python benchmarks/hrl_latency.py [--checkpoint PATH] [--scenario default] [--gpus 1024] [--jobs 500] [--take POLICY]
 
+``--against CHECKPOINT`` times the burst point of two agents on the same views, one after the
+other in one process (the first of each pair alternating), and prints their ratio per
+repetition: on a shared machine whose speed changes by half from one minute to the next, the
+ratio holds where the separate figures do not.
+
 ``--take`` times every point as one where the point selector takes that
 heuristic's whole decision (the agent's own decision is made first, then the
 heuristic's): the cost of such a point, which the shipped agent's selector
@@ -73,6 +78,10 @@ def main() -> None:
     ap.add_argument("--priced", type=int, default=None, metavar="N",
                     help="a learned placement choice chooses for at most N jobs per point (default: its "
                          "PRICED_PER_POINT; a large N: every job placed anew; 0: none, pack's placement)")
+    ap.add_argument("--against", default=None, metavar="CHECKPOINT",
+                    help="instead: time the burst point of --checkpoint and of this checkpoint on the same views, "
+                         "alternately within one process (the order swapped each repetition), and print their "
+                         "ratio per repetition: a comparison that a machine's slow spells do not bias")
     ap.add_argument("--run", default=None, metavar="SCENARIO",
                     help="instead: time every decision point of one whole episode of this scenario (with --set)")
     ap.add_argument("--set", dest="sets", action="append", default=[], help="--run: override a scenario value")
@@ -98,6 +107,8 @@ def main() -> None:
                                                       f"workload.jobs={args.jobs}", "workload.duration_h=0.01"])
     n_gpus = sum(c * n for c, n in zip(counts, per))
     built = build_scenario(cfg.scenario, 0)
+    if args.against is not None:
+        return paired(args, built, n_gpus)
     pol = agent(args)
     if args.take is not None:
         from hrlsched.agent.selector import SELECTOR_POLICIES
@@ -194,6 +205,46 @@ def main() -> None:
         for key, v in sorted(parts.items(), key=lambda kv: -kv[1][0]):
             burst = statistics.median(v[1:]) * 1000 if len(v) > 1 else float("nan")
             print(f"    {key:34s} {v[0] * 1000:7.1f} {burst:7.1f}")
+
+
+def paired(args: argparse.Namespace, built, n_gpus: int) -> None:  # noqa: ANN001
+    """``--against``: the burst point of two agents on the same views, one after the other in
+    one process, the first of each pair alternating; the process's first point of each is a
+    warm-up, untimed."""
+    import numpy as np
+
+    from hrlsched.agent.policy import HRLScheduler
+    from hrlsched.sim.simulation import Simulation
+
+    pols = [agent(args), HRLScheduler(args.against)]
+    names = [args.checkpoint or "the shipped checkpoint", args.against]
+    if args.freeze:
+        gc.collect()
+        gc.freeze()
+    times: list[list[float]] = [[], []]
+    jobs = 0
+    for r in range(args.repeat + 1):
+        sim = Simulation(built.topology, built.jobs, built.perf, built.engine, predictor=built.predictor)
+        view = sim.reset(r)
+        while view is not None and len(view.jobs) < args.jobs:
+            view = sim.step(pol_decide(None, view, built, r)).view
+        if view is None:
+            raise SystemExit("the workload finished before every job arrived; raise --jobs or shorten arrivals")
+        jobs = len(view.jobs)
+        for i in ((0, 1) if r % 2 else (1, 0)):
+            pols[i].reset(built.topology, np.random.default_rng(r))
+            t0 = time.perf_counter()
+            pols[i].decide(view)
+            if r > 0:
+                times[i].append(time.perf_counter() - t0)
+    ratio = [a / b for a, b in zip(*times)]
+    print(f"burst point, {args.scenario}'s cluster at {n_gpus} GPUs, {jobs} active jobs, {args.repeat} repetitions "
+          f"alternated in one process; target 100 ms")
+    print(f"  {machine()}")
+    for name, t in zip(names, times):
+        print(f"  {name}: median {statistics.median(t) * 1000:.0f} ms, largest {max(t) * 1000:.0f} ms")
+    print(f"  ratio, first over second, per repetition: median {statistics.median(ratio):.2f} "
+          f"(from {min(ratio):.2f} to {max(ratio):.2f})")
 
 
 def run_episode(args: argparse.Namespace) -> None:
