@@ -37,6 +37,18 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
+@pytest.fixture
+def measured(shared_data: Path) -> tuple[Topology, object]:
+    """Four servers of 4 T4 GPUs and the measured backend on the Pollux traces (Pollux's
+    applications, with their gradient statistics)."""
+    from hrlsched.perf.measured import MeasuredModel
+
+    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(
+        count=4, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4", cores_per_socket=48,
+        memory_gb=192)]))
+    return topo, MeasuredModel(topo, CATALOGUE, str(shared_data / "pollux" / "traces"))
+
+
 
 def fuzz_tally_dir() -> Path:
     """Where fuzz tests leave their case counts for the session summary: set

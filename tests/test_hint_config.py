@@ -20,7 +20,7 @@ def test_every_setting_has_a_short_name_and_a_doc() -> None:
 def test_text_round_trips() -> None:
     assert HintConfig().text() == ""
     for cfg in (SHIPPED, HintConfig(policy=None), HintConfig(reserve_running=False, observe_rounds=True, keep_s=30),
-                HintConfig(window="hint-order", bonus=-0.5, gap=-2)):
+                HintConfig(window="hint-order", bonus=-0.5, gap=-2), HintConfig(batch="goodput")):
         assert HintConfig.parse(cfg.text()) == cfg, cfg.text()
     assert HintConfig.parse("a=1,remaining_weight=2").remaining_weight == 2.0  # long names too, last wins
     assert HintConfig.parse("f=0.3", base=SHIPPED) == dataclasses.replace(SHIPPED, keep_frac=0.3)
@@ -30,7 +30,7 @@ def test_text_round_trips() -> None:
     ("x=1", "unknown setting 'x'"), ("a=-1", "remaining_weight"), ("a=abc", "remaining_weight"),
     ("r=maybe", "reserve_running"), ("win=foo", "window"), ("menu=2", "on_menu"), ("re=0", "recheck_s"),
     ("first=size", "first_order"), ("rem=truth", "remaining_from"), ("g=inf", "gap"), ("p=none,win=hint", "window"),
-    ("p=none,a=1", "without a hint policy"),
+    ("p=none,a=1", "without a hint policy"), ("batch=tuned", "batch"),
 ])
 def test_bad_settings_are_named(text: str, field: str) -> None:
     with pytest.raises(ValueError, match=field):
@@ -52,6 +52,9 @@ def test_env_kwargs_round_trip_and_the_stored_format() -> None:
         "recheck_s": 600.0}
     assert HintConfig.from_env_kwargs({**kw, "worker_options": MENU}, gap=8.0, bonus=1.0) == SHIPPED
     assert HintConfig().env_kwargs(MENU) == {"hint": "optimus"}  # defaults are not written
+    goodput = dataclasses.replace(SHIPPED, batch="goodput")
+    assert goodput.env_kwargs(MENU) == {**kw, "batch": "goodput"}
+    assert HintConfig.from_env_kwargs({**kw, "batch": "goodput", "worker_options": MENU}, gap=8.0, bonus=1.0) == goodput
     with pytest.raises(ValueError, match="worker_counts"):
         HintConfig.from_env_kwargs({**kw, "worker_options": [1, 2]})
     with pytest.raises(ValueError, match="unknown options"):

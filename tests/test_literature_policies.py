@@ -165,16 +165,6 @@ def test_pollux_repair_keeps_one_distributed_job_per_server() -> None:
     assert np.all(out.sum(axis=1) <= p.cap[None, :]) and np.all(out.sum(axis=2) <= 12)
 
 
-@pytest.fixture
-def measured(shared_data):
-    from hrlsched.perf.measured import MeasuredModel
-
-    topo = Topology.from_spec(ClusterSpec(server_groups=[ServerGroupSpec(
-        count=4, sockets=1, switches_per_socket=2, gpus_per_switch=2, gpu_type="T4", cores_per_socket=48,
-        memory_gb=192)]))
-    return topo, MeasuredModel(topo, CATALOGUE, str(shared_data / "pollux" / "traces"))
-
-
 def pollux_job(job_id: int, app: str, model) -> Job:
     a = model.apps[app]
     return Job(job_id, 0.0, app, a.samples_to_complete(), a.init_batch_size, 1, arch="allreduce")

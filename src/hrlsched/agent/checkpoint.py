@@ -56,7 +56,7 @@ def build_net(ck: dict[str, Any]) -> HRLNet:
 
 
 #: the entries of a checkpoint's ``env_kwargs`` that hold its hint (``HintConfig.env_kwargs``)
-HINT_KEYS = ("hint", "hint_options", "reserve_running", "window", "recheck_s")
+HINT_KEYS = ("hint", "hint_options", "reserve_running", "window", "recheck_s", "batch")
 
 
 def hint_of(ck: dict[str, Any]) -> HintConfig:

@@ -37,6 +37,7 @@ from hrlsched.envs import features as F
 from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
 from hrlsched.errors import CheckpointError
+from hrlsched.policies.goodput_batch import GoodputBatch
 from hrlsched.policies.hint import HintConfig
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
@@ -78,6 +79,8 @@ class HRLScheduler(Scheduler):
             raise CheckpointError(f"{path}: a placement choice needs a level-1 network (the placement is not learned "
                                   "task by task)")
         self.placement = PlacementChoice(pw) if pw is not None else None
+        # Pollux's batch rule over its decisions (``hint.batch``; None: each job at its own batch)
+        self.batch = GoodputBatch() if self.hint is not None and self.hint.batch == "goodput" else None
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset
@@ -99,6 +102,8 @@ class HRLScheduler(Scheduler):
         self.steps = 0
         if self.selector is not None:
             self.selector.reset(topology)
+        if self.batch is not None:
+            self.batch.reset(topology)
         if not self._warm:
             self._warm_up()
 
@@ -120,10 +125,14 @@ class HRLScheduler(Scheduler):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            own = self._decide(view)
-            if self.selector is None:
-                return own
-            return self.selector.decide(view, own, self.dp.pricing if self.dp is not None else None)
+            real = view
+            tuned = self.batch is not None and self.batch.applies(view)
+            if tuned:  # decided with each job at its own batch, then the batches tuned (``hint.batch``)
+                view = GoodputBatch.own(view)
+            d = self._decide(view)
+            if self.selector is not None:
+                d = self.selector.decide(view, d, self.dp.pricing if self.dp is not None else None)
+            return self.batch.tune(real, d) if tuned else d  # type: ignore[union-attr]
         finally:
             if collecting:
                 gc.enable()

@@ -39,6 +39,7 @@ from hrlsched.envs import features as F
 from hrlsched.envs.base import heuristics
 from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
 from hrlsched.envs.decision import DecisionPoint
+from hrlsched.policies.goodput_batch import GoodputBatch
 from hrlsched.policies.hint import SHIPPED, HintConfig
 
 GAP_SCALE = 10.0  # the hint-gap weight is in these units (speed gaps are of order 0.1)
@@ -139,11 +140,14 @@ class RulesScheduler(Scheduler):
         self.gap = GAP_SCALE * hint.gap
         self.bonus = hint.bonus or 0.0
         self.dp: DecisionPoint | None = None
+        self.batch = GoodputBatch() if hint.batch == "goodput" else None  # Pollux's batch rule (``hint.batch``)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.dp = agent_point(topology, self.hint, placement=self.placement, worker_options=self.worker_options,
                               max_jobs=self.max_jobs)
         self.dp.reset(rng)
+        if self.batch is not None:
+            self.batch.reset(topology)
 
     def decide(self, view: ClusterView) -> Decision:
         return self.decide_with(view)
@@ -156,6 +160,10 @@ class RulesScheduler(Scheduler):
         made (a lookahead reads them to make its alternatives)."""
         dp = self.dp
         assert dp is not None, "optimus-tuned: reset() first"
+        real = view
+        tuned = self.batch is not None and self.batch.applies(view)
+        if tuned:  # decided with each job at its own batch, then the batches tuned (``hint.batch``)
+            view = GoodputBatch.own(view)
         more = dp.begin(view)
         while more:
             jid = dp.view.jobs[dp.k].job_id  # type: ignore[union-attr]
@@ -173,4 +181,5 @@ class RulesScheduler(Scheduler):
                 rows[:, F.DYN_COLUMNS] = dyn
                 trace.append(Choice(jid, ix.copy(), a, rows, np.array(cluster, dtype=np.float64)))
             more = dp.act(a)
-        return dp.decision()
+        d = dp.decision()
+        return self.batch.tune(real, d) if tuned else d  # type: ignore[union-attr]

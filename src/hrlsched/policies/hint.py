@@ -15,7 +15,7 @@ Three groups of settings:
 - the hint policy and its options (``policy``; for ``optimus``, the
   extensions of ``policies.optimus.Optimus`` beyond its paper);
 - how a decision point uses it (``reserve_running``, ``window``,
-  ``recheck_s``). Running jobs hold their room until their turn so that a
+  ``recheck_s``, ``batch``). Running jobs hold their room until their turn so that a
   job decided before them cannot take their GPUs and force them to restart
   (the heuristic schedulers commit the jobs they keep first); with
   ``"hint"`` only those the hint keeps as they run do (a job the hint
@@ -46,6 +46,7 @@ REMAINING_FROM = ("fit", "view")
 #: ``reserve_running``: its command-line words and values
 RESERVE_RUNNING: dict[str, bool | str] = {"all": True, "none": False, "hint": "hint"}
 WINDOWS = ("arrival", "hint", "hint-order")
+BATCH_RULES = ("own", "goodput")  # ``batch``: each job's own batch size, or Pollux's (policies.goodput_batch)
 #: the settings that are options of the hint policy's constructor (Optimus' extensions)
 POLICY_OPTIONS = ("remaining_weight", "keep_s", "keep_frac", "first_order", "observe_rounds", "remaining_from")
 
@@ -101,6 +102,10 @@ class HintConfig:
     recheck_s: float | None = _setting(
         None, "re", "decision point: also asked this many seconds after the last decision (Optimus re-allocates "
         "every 600 s); none: at arrivals and completions only")
+    batch: str = _setting(
+        "own", "batch", "decision point: each job's batch size: its own (as submitted), or goodput: decided as "
+        "if at its own, then each job placed anew given the batch of best goodput at its allocation (Pollux's "
+        "rule, policies.goodput_batch; only where the performance model has gradient statistics: pollux-w*)")
     gap: float = _setting(
         0.0, "g", "rule beside the network: weight (in units of agent.rules.GAP_SCALE, 10) on the speed gap of each "
         "candidate to the fastest architecture and mode at the hint's worker count")
@@ -120,6 +125,7 @@ class HintConfig:
         _choice("remaining_from", self.remaining_from, REMAINING_FROM)
         _choice("reserve_running", self.reserve_running, list(RESERVE_RUNNING.values()))
         _choice("window", self.window, WINDOWS)
+        _choice("batch", self.batch, BATCH_RULES)
         if self.window != "arrival" and self.policy is None:
             raise ValueError(f"hint.window: {self.window!r} orders jobs by the hint, but hint.policy is none")
         if self.recheck_s is not None and (isinstance(self.recheck_s, bool) or not isinstance(
@@ -190,6 +196,8 @@ class HintConfig:
             kw["window"] = self.window
         if self.recheck_s is not None:
             kw["recheck_s"] = self.recheck_s
+        if self.batch != "own":
+            kw["batch"] = self.batch
         return kw
 
     @classmethod
@@ -210,7 +218,7 @@ class HintConfig:
         try:
             return cls(policy=kw.get("hint"), **opts, on_menu=counts is not None,
                        reserve_running=kw.get("reserve_running", True), window=kw.get("window", "arrival"),
-                       recheck_s=kw.get("recheck_s"), gap=gap, bonus=bonus)
+                       recheck_s=kw.get("recheck_s"), batch=kw.get("batch", "own"), gap=gap, bonus=bonus)
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
 
@@ -282,7 +290,7 @@ def _value(f: dataclasses.Field, value: str | None, text: str) -> Any:
             return RESERVE_RUNNING[value]
         if value.lower() == "none" and name in ("policy", "recheck_s", "bonus"):
             return None
-        if name in ("policy", "first_order", "remaining_from", "window"):
+        if name in ("policy", "first_order", "remaining_from", "window", "batch"):
             return value
         return float(value)
     except (ValueError, KeyError):

@@ -194,8 +194,7 @@ class Pollux(Scheduler):
 
     # --------------------------------------------------------------- goodput
     def _app(self, view: ClusterView, job: Job) -> PolluxApplication | None:
-        app_of = getattr(view.perf, "app", None)
-        return app_of(job) if callable(app_of) and hasattr(view.perf, "apps") else None
+        return application(view, job)
 
     def _goodput_fn(self, view: ClusterView, k: int) -> tuple[Callable[[int, int], tuple[float, int]], int]:
         """goodput(nodes, gpus) -> (goodput, batch size) of active job k, and
@@ -203,26 +202,7 @@ class Pollux(Scheduler):
         job = view.jobs[k]
         app = self._app(view, job)
         if app is not None:
-            table = self._tables.get(app.name)
-            if table is None:
-                table = self._tables[app.name] = MeasuredGoodput(app, int(self.cap.max()))
-            fixed = FIXED.get(app.name)
-            cur = int(view.batch_sizes[k])
-            epoch = app.epoch_of(float(view.progress[k]) / app.init_batch_size)
-            sqr, var = app.grad_stats(cur, epoch)
-            init = app.init_batch_size
-            limit = 1 if fixed else app.max_batch_size // app.min_local_bsz
-
-            def fn(nodes: int, gpus: int) -> tuple[float, int]:
-                req, actual, step = table.candidates(nodes, gpus, fixed[0] if fixed else None)
-                if req.size == 0:
-                    return 0.0, 0
-                s = actual / init
-                g = (var + sqr) / (var / s + sqr) / step
-                b = int(np.argmax(g))
-                return float(g[b]), int(req[b])
-
-            return fn, limit
+            return goodput_fn(view, k, app, self._tables, int(self.cap.max()))
 
         perf, topo = view.perf, self.topo
         cache = self._generic
@@ -462,6 +442,41 @@ class Pollux(Scheduler):
             return 0
         fixed = FIXED.get(app.name)
         return fixed[0] if fixed else app.init_batch_size
+
+
+def application(view: ClusterView, job: Job) -> PolluxApplication | None:
+    """``job``'s Pollux application where the view's performance model has them (the measured
+    backend), else None (no model of gradient noise: no batch to tune)."""
+    app_of = getattr(view.perf, "app", None)
+    return app_of(job) if callable(app_of) and hasattr(view.perf, "apps") else None
+
+
+def goodput_fn(view: ClusterView, k: int, app: PolluxApplication, tables: dict[str, MeasuredGoodput],
+               per_server: int) -> tuple[Callable[[int, int], tuple[float, int]], int]:
+    """Pollux's goodput of active job ``k`` (of application ``app``) as a function of
+    (servers, GPUs) -> (goodput, the batch size giving it), from its gradient statistics at its
+    current batch and epoch, and its largest useful GPU count; ``tables``: the measured
+    step times per application, made here on first use (``per_server``: most GPUs a server has)."""
+    table = tables.get(app.name)
+    if table is None:
+        table = tables[app.name] = MeasuredGoodput(app, per_server)
+    fixed = FIXED.get(app.name)
+    cur = int(view.batch_sizes[k])
+    epoch = app.epoch_of(float(view.progress[k]) / app.init_batch_size)
+    sqr, var = app.grad_stats(cur, epoch)
+    init = app.init_batch_size
+    limit = 1 if fixed else app.max_batch_size // app.min_local_bsz
+
+    def fn(nodes: int, gpus: int) -> tuple[float, int]:
+        req, actual, step = table.candidates(nodes, gpus, fixed[0] if fixed else None)
+        if req.size == 0:
+            return 0.0, 0
+        s = actual / init
+        g = (var + sqr) / (var / s + sqr) / step
+        b = int(np.argmax(g))
+        return float(g[b]), int(req[b])
+
+    return fn, limit
 
 
 def power_mean(values: np.ndarray, p: float) -> np.ndarray:

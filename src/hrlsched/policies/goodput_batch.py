@@ -1,0 +1,86 @@
+"""Pollux's batch-size rule applied to another scheduler's decision: each job
+placed anew gets the batch size of best goodput at its allocation.
+
+Pollux (Qiao et al., OSDI'21, Sec. 3.1) re-tunes a job's global batch size
+(a per-GPU batch and gradient-accumulation steps) to every new allocation:
+the batch that maximises goodput, throughput x statistical efficiency, the
+efficiency following the gradient noise scale (``policies.pollux.goodput_fn``,
+the one home of that function; ``policies.pollux`` searches allocations with
+it).
+
+``GoodputBatch`` (``HintConfig.batch = "goodput"``: the agent's rules, and
+the agent): the scheduler decides on the view with every job at its own batch
+size, as it was submitted (``Job.batch_size``: what it prices worker counts
+at, and what the measured tables hold at every count; at a batch tuned for
+other counts a table can lack the per-GPU batch); then each job placed anew
+or moved gets the batch of best goodput at its placement's servers and GPUs,
+and a job that keeps its placement keeps its batch (a batch change restarts a
+job in this engine; Pollux here also re-tunes at re-allocations only).
+
+Only where the performance model has Pollux's applications (the measured
+backend: the ``pollux-w*`` scenarios). Elsewhere no model has gradient
+noise, so there is no batch to tune: the view and the decision pass as they
+came. Simplified against Pollux: the allocation is the scheduler's own,
+chosen as if each job ran at its own batch (not priced by goodput); only the
+batch follows it."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from hrlsched.cluster.topology import Topology
+from hrlsched.contract import ClusterView, Decision
+
+BATCH_RULES = ("own", "goodput")  # ``HintConfig.batch``: each job's own batch, or Pollux's rule
+
+
+class GoodputBatch:
+    """Pollux's batch rule over a scheduler's decisions (module docstring)."""
+
+    def __init__(self) -> None:
+        self._tables: dict = {}  # Pollux's measured step times per application (``pollux.MeasuredGoodput``)
+        self._per_server = 1
+        self.tuned = 0  # jobs given a batch other than their current one
+
+    def reset(self, topology: Topology) -> None:
+        self._tables.clear()
+        self._per_server = max(int(topology.server_gpus.max()), 1) if topology.n_servers else 1
+
+    @staticmethod
+    def applies(view: ClusterView) -> bool:
+        """Whether the view's performance model has Pollux's applications (else nothing to tune)."""
+        return bool(view.jobs) and hasattr(view.perf, "apps") and callable(getattr(view.perf, "app", None))
+
+    @staticmethod
+    def own(view: ClusterView) -> ClusterView:
+        """The view with every job at its own batch size (``view`` itself where they all are)."""
+        own = np.fromiter((j.batch_size for j in view.jobs), dtype=view.batch_sizes.dtype, count=len(view.jobs))
+        if np.array_equal(own, view.batch_sizes):
+            return view
+        return dataclasses.replace(view, batch_sizes=own, _index={})
+
+    def tune(self, view: ClusterView, d: Decision) -> Decision:
+        """``d`` with the batch of best goodput for each job it places anew or moves (``view``: the
+        real one, at the jobs' current batches); a batch ``d`` names already is kept."""
+        # (imported where the rule applies: the policies' own import stays light)
+        from hrlsched.policies.pollux import application, goodput_fn
+
+        topo = view.topology
+        for jid, pl in d.placements.items():
+            if jid in d.batch_sizes:
+                continue
+            k = view.index(jid)
+            if view.placements[k] == pl:
+                continue  # kept: its batch too
+            app = application(view, view.jobs[k])
+            if app is None:
+                continue
+            fn, _ = goodput_fn(view, k, app, self._tables, self._per_server)
+            nodes = len(set(topo.gpu_server[list(pl.gpus)].tolist()))
+            _, b = fn(nodes, len(pl.gpus))
+            if b > 0 and b != int(view.batch_sizes[k]):
+                d.batch_sizes[jid] = b
+                self.tuned += 1
+        return d

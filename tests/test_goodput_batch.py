@@ -1,0 +1,58 @@
+"""Pollux's batch rule over another scheduler's decisions (``policies.goodput_batch``,
+``HintConfig.batch``)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from helpers import make_view
+from hrlsched.config import resolve_run_config
+from hrlsched.contract import Decision
+from hrlsched.core.placement import Placement
+from hrlsched.policies.goodput_batch import GoodputBatch
+from hrlsched.policies.pollux import Pollux
+from hrlsched.run import simulate
+from hrlsched.sim.metrics import summary
+from test_literature_policies import pollux_job
+
+
+def test_nothing_changes_where_no_model_has_gradient_noise() -> None:
+    """On the analytic model (every scenario but ``pollux-w*``) the rule has no batch to tune: the
+    rules with it run exactly as without (the same finish times)."""
+    sets = ["workload.jobs=25", "workload.duration_h=1", "cluster.server_groups.0.count=3"]
+    a = simulate(resolve_run_config("default", "optimus-tuned+migrate", 4, sets))
+    b = simulate(resolve_run_config("default", "optimus-tuned+migrate/batch=goodput", 4, sets))
+    np.testing.assert_array_equal(a.finish_s, b.finish_s)
+    assert summary(a, "x", "default")["avg_jct_s"] > 0
+
+
+def test_a_job_placed_anew_gets_pollux_batch_and_a_kept_one_keeps_its_own(measured) -> None:
+    """``tune`` names Pollux's goodput-best batch at the placement's servers and GPUs for a job
+    placed anew (a larger one on 2 servers and 8 GPUs than alone on 1), nothing for a job that
+    keeps its placement; ``own`` puts every job back at its submitted batch."""
+    topo, model = measured
+    jobs = [pollux_job(0, "cifar10", model), pollux_job(1, "cifar10", model)]
+    kept = Placement.of([0])
+    view = make_view(topo, model, jobs, placements=[kept, None], progress=[0.3 * jobs[0].total_samples, 0.0])
+    view.batch_sizes[0] = 3 * jobs[0].batch_size  # running at a tuned batch
+    gb = GoodputBatch()
+    gb.reset(topo)
+    assert gb.applies(view)
+    own = gb.own(view)
+    assert own.batch_sizes.tolist() == [j.batch_size for j in jobs] and view.batch_sizes[0] == 3 * jobs[0].batch_size
+    wide = Placement.of([4, 5, 6, 7, 8, 9, 10, 11])  # servers 1 and 2 (4 GPUs each)
+    d = gb.tune(view, Decision(placements={0: kept, 1: wide}))
+    p = Pollux()
+    p.reset(topo, np.random.default_rng(0))
+    fn, _ = p._goodput_fn(view, 1)
+    assert d.batch_sizes == {1: fn(2, 8)[1]} and fn(2, 8)[1] > fn(1, 1)[1] and gb.tuned == 1
+
+
+def test_the_rules_tune_batches_on_a_pollux_workload(shared_data) -> None:
+    """On a Pollux workload (measured speeds and gradient statistics) the rules with Pollux's
+    batch rule change jobs' batches and finish them sooner than at their own batches (pollux-w6,
+    one seed: 0.751 h against 0.813 h)."""
+    own = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate", 0, []))
+    tuned = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate/batch=goodput", 0, []))
+    a, b = summary(own, "a", "pollux-w6")["avg_jct_s"], summary(tuned, "b", "pollux-w6")["avg_jct_s"]
+    assert b < 0.95 * a, (a, b)
