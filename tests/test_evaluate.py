@@ -299,6 +299,8 @@ def test_targets_read_the_rules_only_row_and_the_lookahead() -> None:
     assert "MISSED" in never and "MISSED" in pays
     ev["rows"][2] = row("lookahead", "oracle planner", 99.0)
     assert "not required" in targets(ev)[1]
+    ev["rows"][1] = row("rules-only", "ablation", 95.0, 0.02, 0.0)  # seeds replaying one trace: no interval
+    assert targets(ev)[0].endswith("holds")  # a job seconds apart is level (under LEVEL_S)
 
 
 def test_explain_counts_the_points_the_selector_gives_to_a_heuristic(tmp_path: Path) -> None:

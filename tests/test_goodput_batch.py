@@ -20,8 +20,8 @@ def test_nothing_changes_where_no_model_has_gradient_noise() -> None:
     """On the analytic model (every scenario but ``pollux-w*``) the rule has no batch to tune: the
     rules with it run exactly as without (the same finish times)."""
     sets = ["workload.jobs=25", "workload.duration_h=1", "cluster.server_groups.0.count=3"]
-    a = simulate(resolve_run_config("default", "optimus-tuned+migrate", 4, sets))
-    b = simulate(resolve_run_config("default", "optimus-tuned+migrate/batch=goodput", 4, sets))
+    a = simulate(resolve_run_config("default", "optimus-tuned+migrate/batch=own", 4, sets))
+    b = simulate(resolve_run_config("default", "optimus-tuned+migrate", 4, sets))  # (the shipped rules tune)
     np.testing.assert_array_equal(a.finish_s, b.finish_s)
     assert summary(a, "x", "default")["avg_jct_s"] > 0
 
@@ -50,9 +50,9 @@ def test_a_job_placed_anew_gets_pollux_batch_and_a_kept_one_keeps_its_own(measur
 
 def test_the_rules_tune_batches_on_a_pollux_workload(shared_data) -> None:
     """On a Pollux workload (measured speeds and gradient statistics) the rules with Pollux's
-    batch rule change jobs' batches and finish them sooner than at their own batches (pollux-w6,
-    one seed: 0.751 h against 0.813 h)."""
-    own = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate", 0, []))
-    tuned = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate/batch=goodput", 0, []))
+    batch rule (the shipped rules') change jobs' batches and finish them sooner than at their own
+    batches (pollux-w6, one seed: 0.751 h against 0.813 h)."""
+    own = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate/batch=own", 0, []))
+    tuned = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate", 0, []))
     a, b = summary(own, "a", "pollux-w6")["avg_jct_s"], summary(tuned, "b", "pollux-w6")["avg_jct_s"]
     assert b < 0.95 * a, (a, b)

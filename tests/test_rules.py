@@ -164,7 +164,7 @@ def test_no_garbage_collection_inside_a_decision() -> None:
     pol = HRLScheduler(None)
     seen: list[bool] = []
     pol._decide = lambda view: seen.append(gc.isenabled()) or view  # type: ignore[method-assign,func-returns-value]
-    pol.selector = None
+    pol.selector = pol.batch = None
     assert gc.isenabled()
     assert pol.decide("view") == "view" and seen == [False] and gc.isenabled()  # type: ignore[arg-type]
     gc.disable()

@@ -302,5 +302,5 @@ def _value(f: dataclasses.Field, value: str | None, text: str) -> Any:
 
 #: the shipped agent's hint (``src/hrlsched/agent/checkpoints/hrl-default.pt``; a test checks they agree)
 SHIPPED = HintConfig(remaining_weight=1.25, keep_frac=0.2, on_menu=True, first_order="remaining",
-                     remaining_from="view", reserve_running="hint", window="hint", recheck_s=600.0, gap=8.0,
-                     bonus=1.0)
+                     remaining_from="view", reserve_running="hint", window="hint", recheck_s=600.0, batch="goodput",
+                     gap=8.0, bonus=1.0)
