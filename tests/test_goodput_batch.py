@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from helpers import make_view
 from hrlsched.config import resolve_run_config
@@ -56,3 +57,12 @@ def test_the_rules_tune_batches_on_a_pollux_workload(shared_data) -> None:
     tuned = simulate(resolve_run_config("pollux-w6", "optimus-tuned+migrate", 0, []))
     a, b = summary(own, "a", "pollux-w6")["avg_jct_s"], summary(tuned, "b", "pollux-w6")["avg_jct_s"]
     assert b < 0.95 * a, (a, b)
+
+
+@pytest.mark.slow
+def test_the_lookahead_plans_with_the_batch_rule_on_a_pollux_workload(shared_data) -> None:
+    """The lookahead's other policies decide at the jobs' own batches too, then get theirs tuned:
+    priced at batches tuned for other counts, Optimus asked the measured tables for per-GPU
+    batches they lack ("no measurement near placement ...") and the run stopped."""
+    res = simulate(resolve_run_config("pollux-w6", "lookahead/every=24/place=migrate", 0, []))
+    assert len(res.jobs) == 160 and np.all(np.isfinite(res.finish_s))

@@ -20,7 +20,12 @@ they are:
   enough: the score of a slot is ``bonus`` x (it is the hint's) +
   ``GAP_SCALE`` x ``gap`` x (its predicted speed over the hint slot's, for
   the slots with the hint's worker count);
-- ``pack`` places each job as it is decided.
+- ``pack`` places each job as it is decided;
+- Pollux's batch rule (``HintConfig.batch``, shipped ``goodput``;
+  ``policies.goodput_batch``): the point is decided with every job at its
+  own batch size, then each job placed anew gets the batch of best goodput
+  at its servers and GPUs, where the performance model has gradient
+  statistics (the Pollux traces); elsewhere nothing changes.
 
 Given the same ``HintConfig`` and menu, its decisions are the rules-only
 ablation's of the agent, to the bit (a test runs both).
