@@ -454,7 +454,7 @@ def application(view: ClusterView, job: Job) -> PolluxApplication | None:
 def goodput_fn(view: ClusterView, k: int, app: PolluxApplication, tables: dict[str, MeasuredGoodput],
                per_server: int) -> tuple[Callable[[int, int], tuple[float, int]], int]:
     """Pollux's goodput of active job ``k`` (of application ``app``) as a function of
-    (servers, GPUs) -> (goodput, the batch size giving it), from its gradient statistics at its
+    (servers, GPUs) -> (goodput, the batch size giving it), or at a given batch, from its gradient statistics at its
     current batch and epoch, and its largest useful GPU count; ``tables``: the measured
     step times per application, made here on first use (``per_server``: most GPUs a server has)."""
     table = tables.get(app.name)
@@ -467,12 +467,15 @@ def goodput_fn(view: ClusterView, k: int, app: PolluxApplication, tables: dict[s
     init = app.init_batch_size
     limit = 1 if fixed else app.max_batch_size // app.min_local_bsz
 
-    def fn(nodes: int, gpus: int) -> tuple[float, int]:
+    def fn(nodes: int, gpus: int, batch: int | None = None) -> tuple[float, int]:
         req, actual, step = table.candidates(nodes, gpus, fixed[0] if fixed else None)
         if req.size == 0:
             return 0.0, 0
         s = actual / init
         g = (var + sqr) / (var / s + sqr) / step
+        if batch is not None:  # the goodput at this batch, where it is a candidate (else none)
+            at = np.flatnonzero(req == batch)
+            return (float(g[at[0]]), int(batch)) if at.size else (0.0, 0)
         b = int(np.argmax(g))
         return float(g[b]), int(req[b])
 
