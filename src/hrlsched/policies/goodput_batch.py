@@ -39,8 +39,6 @@ import numpy as np
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ClusterView, Decision
 
-BATCH_RULES = ("own", "goodput")  # ``HintConfig.batch``: each job's own batch, or Pollux's rule
-
 
 class GoodputBatch:
     """Pollux's batch rule over a scheduler's decisions (module docstring)."""
