@@ -74,7 +74,7 @@ from hrlsched.agent.selector import point_features
 from hrlsched.cluster.topology import Topology
 from hrlsched.contract import ARCHS, MODES, ClusterView, Decision, Scheduler
 from hrlsched.envs.candidates import KEEP, WAIT
-from hrlsched.policies.goodput_batch import GoodputBatch
+from hrlsched.policies.goodput_batch import with_batch_rule
 
 LEVELS = ("allocation", "placement", "both")
 
@@ -342,20 +342,13 @@ class LookaheadScheduler(Scheduler):
             for kind, force, job in self._forced(view, trace):
                 add(kind, self.rules.decide_with(view, force=force), job)
             for p, s in self._others.items():
-                add(f"policy {p}", self._batched(s, view))
+                # as the rules decide: at the own batches, then tuned (``hint.batch``; a table can lack
+                # the per-GPU batch an allocation policy prices at a batch tuned for other counts)
+                add(f"policy {p}", with_batch_rule(self.rules.batch, view, s.decide))
         if cfg.level in ("placement", "both"):
             for p, r in self._alt_rules.items():
                 add(f"placement {p}", r.decide(view))
         return out
-
-    def _batched(self, s: Scheduler, view: ClusterView) -> Decision:
-        """Another policy's decision as the rules' batch rule has theirs (``hint.batch``): decided
-        at the jobs' own batches, then each job placed anew given its batch of best goodput (at a
-        batch tuned for other counts, a measured table can lack what an allocation policy prices)."""
-        gb = self.rules.batch
-        if gb is None or not gb.applies(view):
-            return s.decide(view)
-        return gb.tune(view, s.decide(GoodputBatch.own(view)))
 
     def _forced(self, view: ClusterView,
                 trace: list[Choice]) -> list[tuple[str, dict[int, int], dict[str, list[float]]]]:

@@ -37,7 +37,7 @@ from hrlsched.envs import features as F
 from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
 from hrlsched.errors import CheckpointError
-from hrlsched.policies.goodput_batch import GoodputBatch
+from hrlsched.policies.goodput_batch import GoodputBatch, with_batch_rule
 from hrlsched.policies.hint import HintConfig
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
@@ -125,17 +125,17 @@ class HRLScheduler(Scheduler):
         collecting = gc.isenabled()
         gc.disable()
         try:
-            real = view
-            tuned = self.batch is not None and self.batch.applies(view)
-            if tuned:  # decided with each job at its own batch, then the batches tuned (``hint.batch``)
-                view = GoodputBatch.own(view)
-            d = self._decide(view)
-            if self.selector is not None:
-                d = self.selector.decide(view, d, self.dp.pricing if self.dp is not None else None)
-            return self.batch.tune(real, d) if tuned else d  # type: ignore[union-attr]
+            return with_batch_rule(self.batch, view, self._decide_and_select)
         finally:
             if collecting:
                 gc.enable()
+
+    def _decide_and_select(self, view: ClusterView) -> Decision:
+        """Its own decision, or the one its point selector takes instead."""
+        d = self._decide(view)
+        if self.selector is None:
+            return d
+        return self.selector.decide(view, d, self.dp.pricing if self.dp is not None else None)
 
     def _decide(self, view: ClusterView) -> Decision:
         dp = self.dp

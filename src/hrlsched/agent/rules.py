@@ -24,8 +24,9 @@ they are:
 - Pollux's batch rule (``HintConfig.batch``, shipped ``goodput``;
   ``policies.goodput_batch``): the point is decided with every job at its
   own batch size, then each job placed anew gets the batch of best goodput
-  at its servers and GPUs, where the performance model has gradient
-  statistics (the Pollux traces); elsewhere nothing changes.
+  at its servers and GPUs, and a kept job where that pays for its restart,
+  where the performance model has gradient statistics (the Pollux traces);
+  elsewhere nothing changes.
 
 Given the same ``HintConfig`` and menu, its decisions are the rules-only
 ablation's of the agent, to the bit (a test runs both).
@@ -44,7 +45,7 @@ from hrlsched.envs import features as F
 from hrlsched.envs.base import heuristics
 from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
 from hrlsched.envs.decision import DecisionPoint
-from hrlsched.policies.goodput_batch import GoodputBatch
+from hrlsched.policies.goodput_batch import GoodputBatch, with_batch_rule
 from hrlsched.policies.hint import SHIPPED, HintConfig
 
 GAP_SCALE = 10.0  # the hint-gap weight is in these units (speed gaps are of order 0.1)
@@ -163,12 +164,12 @@ class RulesScheduler(Scheduler):
         takes that slot where it is valid at its turn (the jobs after it
         then follow the rules on what is left); ``trace`` gets each choice
         made (a lookahead reads them to make its alternatives)."""
+        return with_batch_rule(self.batch, view, lambda v: self._decide_with(v, force, trace))
+
+    def _decide_with(self, view: ClusterView, force: Mapping[int, int] | None,
+                     trace: list[Choice] | None) -> Decision:
         dp = self.dp
         assert dp is not None, "optimus-tuned: reset() first"
-        real = view
-        tuned = self.batch is not None and self.batch.applies(view)
-        if tuned:  # decided with each job at its own batch, then the batches tuned (``hint.batch``)
-            view = GoodputBatch.own(view)
         more = dp.begin(view)
         while more:
             jid = dp.view.jobs[dp.k].job_id  # type: ignore[union-attr]
@@ -186,5 +187,4 @@ class RulesScheduler(Scheduler):
                 rows[:, F.DYN_COLUMNS] = dyn
                 trace.append(Choice(jid, ix.copy(), a, rows, np.array(cluster, dtype=np.float64)))
             more = dp.act(a)
-        d = dp.decision()
-        return self.batch.tune(real, d) if tuned else d  # type: ignore[union-attr]
+        return dp.decision()

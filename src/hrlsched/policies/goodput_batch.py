@@ -19,7 +19,8 @@ restart a batch change costs in this engine: its predicted time left at its
 current batch, times the share of goodput it would gain, exceeds its
 model's restart delay. (Its gradient statistics move on as it trains, so the
 best batch of its allocation grows; kept at the batch of its first hour, a
-yolov3 job on `pollux-w6` took 17.5 h instead of 4.1 h. Pollux's artifact
+yolov3 job on `pollux-w6` took four times as long as at its own batch,
+docs/baselines.md. Pollux's artifact
 re-tunes as it goes, without a restart; ``policies.pollux`` re-tunes at
 re-allocations only.)
 
@@ -33,6 +34,7 @@ batch follows it."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 
 import numpy as np
 
@@ -46,7 +48,6 @@ class GoodputBatch:
     def __init__(self) -> None:
         self._tables: dict = {}  # Pollux's measured step times per application (``pollux.MeasuredGoodput``)
         self._per_server = 1
-        self.tuned = 0  # jobs given a batch other than their current one
 
     def reset(self, topology: Topology) -> None:
         self._tables.clear()
@@ -96,5 +97,13 @@ class GoodputBatch:
                 if not (g_cur > 0 and left * (1.0 - g_cur / g) > view.perf.profile(view.jobs[k]).restart_s):
                     continue
             d.batch_sizes[jid] = b
-            self.tuned += 1
         return d
+
+
+def with_batch_rule(rule: GoodputBatch | None, view: ClusterView,
+                    decide: Callable[[ClusterView], Decision]) -> Decision:
+    """``decide(view)`` under Pollux's batch rule where ``rule`` is set and applies: decided on
+    the view at the jobs' own batches, then the batches tuned (``GoodputBatch.tune``); else as it comes."""
+    if rule is None or not rule.applies(view):
+        return decide(view)
+    return rule.tune(view, decide(GoodputBatch.own(view)))

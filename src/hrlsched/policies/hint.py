@@ -104,8 +104,8 @@ class HintConfig:
         "every 600 s); none: at arrivals and completions only")
     batch: str = _setting(
         "own", "batch", "decision point: each job's batch size: its own (as submitted), or goodput: decided as "
-        "if at its own, then each job placed anew given the batch of best goodput at its allocation (Pollux's "
-        "rule, policies.goodput_batch; only where the performance model has gradient statistics: pollux-w*)")
+        "if at its own, then each job placed anew given the batch of best goodput at its allocation, and a kept "
+        "job where that pays for its restart (Pollux's rule, policies.goodput_batch; only where the performance model has gradient statistics: pollux-w*)")
     gap: float = _setting(
         0.0, "g", "rule beside the network: weight (in units of agent.rules.GAP_SCALE, 10) on the speed gap of each "
         "candidate to the fastest architecture and mode at the hint's worker count")
