@@ -38,7 +38,7 @@ from hrlsched.envs.candidates import WORKER_OPTIONS
 from hrlsched.envs.features import DYN_COLUMNS
 from hrlsched.errors import CheckpointError
 from hrlsched.policies.goodput_batch import GoodputBatch, with_batch_rule
-from hrlsched.policies.hint import HintConfig
+from hrlsched.policies.hint import TUNED, HintConfig
 
 SHIPPED = "agent/checkpoints/hrl-default.pt"
 
@@ -80,7 +80,7 @@ class HRLScheduler(Scheduler):
                                   "task by task)")
         self.placement = PlacementChoice(pw) if pw is not None else None
         # Pollux's batch rule over its decisions (``hint.batch``; None: each job at its own batch)
-        self.batch = GoodputBatch() if self.hint is not None and self.hint.batch == "goodput" else None
+        self.batch = GoodputBatch() if self.hint is not None and self.hint.batch in TUNED else None
         self.dp = None
         self._scorer: CandidateScorer | None = None
         self.steps = 0  # agent actions taken since reset

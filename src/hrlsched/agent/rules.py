@@ -23,10 +23,11 @@ they are:
 - ``pack`` places each job as it is decided;
 - Pollux's batch rule (``HintConfig.batch``, shipped ``goodput``;
   ``policies.goodput_batch``): the point is decided with every job at its
-  own batch size, then each job placed anew gets the batch of best goodput
-  at its servers and GPUs, and a kept job where that pays for its restart,
-  where the performance model has gradient statistics (the Pollux traces);
-  elsewhere nothing changes.
+  own batch size, the hint pricing each worker count at its batch of best
+  goodput, then each job placed anew gets the batch of best goodput at its
+  servers and GPUs, and a kept job where that pays for its restart, where
+  the performance model has gradient statistics (the Pollux traces);
+  elsewhere nothing changes (``tune``: the batches without the pricing).
 
 Given the same ``HintConfig`` and menu, its decisions are the rules-only
 ablation's of the agent, to the bit (a test runs both).
@@ -46,7 +47,7 @@ from hrlsched.envs.base import heuristics
 from hrlsched.envs.candidates import KEEP, WORKER_OPTIONS
 from hrlsched.envs.decision import DecisionPoint
 from hrlsched.policies.goodput_batch import GoodputBatch, with_batch_rule
-from hrlsched.policies.hint import SHIPPED, HintConfig
+from hrlsched.policies.hint import SHIPPED, TUNED, HintConfig
 
 GAP_SCALE = 10.0  # the hint-gap weight is in these units (speed gaps are of order 0.1)
 _WORKERS = F.CANDIDATE_FEATURES.index("workers")
@@ -146,7 +147,7 @@ class RulesScheduler(Scheduler):
         self.gap = GAP_SCALE * hint.gap
         self.bonus = hint.bonus or 0.0
         self.dp: DecisionPoint | None = None
-        self.batch = GoodputBatch() if hint.batch == "goodput" else None  # Pollux's batch rule (``hint.batch``)
+        self.batch = GoodputBatch() if hint.batch in TUNED else None  # Pollux's batch rule (``hint.batch``)
 
     def reset(self, topology: Topology, rng: np.random.Generator) -> None:
         self.dp = agent_point(topology, self.hint, placement=self.placement, worker_options=self.worker_options,

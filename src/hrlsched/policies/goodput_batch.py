@@ -8,9 +8,9 @@ efficiency following the gradient noise scale (``policies.pollux.goodput_fn``,
 the one home of that function; ``policies.pollux`` searches allocations with
 it).
 
-``GoodputBatch`` (``HintConfig.batch = "goodput"``: the agent's rules, and
-the agent): the scheduler decides on the view with every job at its own batch
-size, as it was submitted (``Job.batch_size``: what it prices worker counts
+``GoodputBatch`` (``HintConfig.batch`` = ``"tune"`` or ``"goodput"``: the
+agent's rules, and the agent): the scheduler decides on the view with every
+job at its own batch size, as it was submitted (``Job.batch_size``: what it prices worker counts
 at, and what the measured tables hold at every count; at a batch tuned for
 other counts a table can lack the per-GPU batch); then each job placed anew
 or moved gets the batch of best goodput at its placement's servers and GPUs.
@@ -24,12 +24,20 @@ docs/baselines.md. Pollux's artifact
 re-tunes as it goes, without a restart; ``policies.pollux`` re-tunes at
 re-allocations only.)
 
+Under ``"goodput"`` (shipped) the allocation is priced by goodput too: the
+hint's ``Optimus`` prices each worker count at the batch of best goodput
+there (``GoodputBatch.speeds``: Pollux's goodput on the fewest servers), the
+batch the job then runs at, rather than at the job's own batch (``"tune"``).
+On the eight Pollux traces that shortens the rules' average JCT by a further
+3-8% (docs/baselines.md).
+
 Only where the performance model has Pollux's applications (the measured
 backend: the ``pollux-w*`` scenarios). Elsewhere no model has gradient
 noise, so there is no batch to tune: the view and the decision pass as they
-came. Simplified against Pollux: the allocation is the scheduler's own,
-chosen as if each job ran at its own batch (not priced by goodput); only the
-batch follows it."""
+came. Simplified against Pollux: the allocation is the scheduler's own
+(Optimus's greedy marginal gains of remaining time, not Pollux's search of
+the p-power mean of speedups), priced on the fewest servers a count needs
+rather than at each candidate placement's servers."""
 
 from __future__ import annotations
 
@@ -65,6 +73,29 @@ class GoodputBatch:
         if np.array_equal(own, view.batch_sizes):
             return view
         return dataclasses.replace(view, batch_sizes=own, _index={})
+
+    def speeds(self, view: ClusterView) -> list[Callable[[int], float] | None] | None:
+        """Per job of ``view``, its speed at w GPUs at the batch of best goodput there (Pollux's
+        goodput, in the units of ``PerformanceModel.isolated_speed``: examples of its first batch's
+        efficiency a second), on the fewest servers, as ``isolated_speed`` places it; None for a job
+        without an application, and None where the rule does not apply. What ``Optimus`` prices
+        worker counts with under ``HintConfig.batch = "goodput"``: each count at the batch the job
+        would then run at. A count with no measured batch gives 0 (the caller falls back)."""
+        if not self.applies(view):
+            return None
+        from hrlsched.policies.pollux import application, goodput_fn
+
+        per = self._per_server
+        out: list[Callable[[int], float] | None] = []
+        for k, job in enumerate(view.jobs):
+            app = application(view, job)
+            if app is None:
+                out.append(None)
+                continue
+            fn, _ = goodput_fn(view, k, app, self._tables, per)
+            init = float(app.init_batch_size)
+            out.append(lambda w, fn=fn, init=init: fn(-(-w // per), w)[0] * init)
+        return out
 
     def tune(self, view: ClusterView, d: Decision) -> Decision:
         """``d`` with the batch of best goodput for each job it places anew or moves, and for a

@@ -46,7 +46,8 @@ REMAINING_FROM = ("fit", "view")
 #: ``reserve_running``: its command-line words and values
 RESERVE_RUNNING: dict[str, bool | str] = {"all": True, "none": False, "hint": "hint"}
 WINDOWS = ("arrival", "hint", "hint-order")
-BATCH_RULES = ("own", "goodput")  # ``batch``: each job's own batch size, or Pollux's (policies.goodput_batch)
+BATCH_RULES = ("own", "tune", "goodput")  # ``batch``: each job's own batch size, or Pollux's (policies.goodput_batch)
+TUNED = ("tune", "goodput")  # the values under which each job placed anew runs at its batch of best goodput
 #: the settings that are options of the hint policy's constructor (Optimus' extensions)
 POLICY_OPTIONS = ("remaining_weight", "keep_s", "keep_frac", "first_order", "observe_rounds", "remaining_from")
 
@@ -103,9 +104,10 @@ class HintConfig:
         None, "re", "decision point: also asked this many seconds after the last decision (Optimus re-allocates "
         "every 600 s); none: at arrivals and completions only")
     batch: str = _setting(
-        "own", "batch", "decision point: each job's batch size: its own (as submitted), or goodput: decided as "
-        "if at its own, then each job placed anew given the batch of best goodput at its allocation, and a kept "
-        "job where that pays for its restart (Pollux's rule, policies.goodput_batch; only where the performance model has gradient statistics: pollux-w*)")
+        "own", "batch", "decision point: each job's batch size: its own (as submitted); tune: decided as if at "
+        "its own, then each job placed anew given the batch of best goodput at its allocation, and a kept job where "
+        "that pays for its restart; goodput: the same, with the hint's worker counts priced at their batch of best "
+        "goodput (Pollux's, policies.goodput_batch; only where the performance model has gradient statistics: pollux-w*)")
     gap: float = _setting(
         0.0, "g", "rule beside the network: weight (in units of agent.rules.GAP_SCALE, 10) on the speed gap of each "
         "candidate to the fastest architecture and mode at the hint's worker count")

@@ -32,7 +32,10 @@ change costs a restart the paper's gain leaves out), ``first_order``
 ``observe_rounds`` (one loss observation per round run, for a caller asked
 only at events) and ``remaining_from`` (``"view"``: the scenario's
 predictor, exact by default, instead of the loss-curve fit, which errs by
-factors early in a job on real traces). ``worker_counts``: a job's workers
+factors early in a job on real traces), ``batch`` (``"goodput"``: on the
+Pollux traces each worker count priced at its batch of best goodput, the
+batch ``policies.goodput_batch`` then gives the job; ``speeds`` of
+``GoodputBatch``). ``worker_counts``: a job's workers
 step along these counts (the agent's menu, with ``HintConfig.on_menu``)
 instead of one at a time, so that the hint's choice is a menu slot. The
 ``hrl`` agent's hint and the ``optimus-tuned`` heuristic run with them
@@ -53,6 +56,7 @@ from hrlsched.core.job import Job
 from hrlsched.core.placement import Placement
 from hrlsched.policies.base import Allocation, AllocationPolicy
 from hrlsched.policies.common import capacity
+from hrlsched.policies.goodput_batch import GoodputBatch
 from hrlsched.policies.hint import HintConfig
 from hrlsched.policies.placement.frame import IncrementalPlacement
 from hrlsched.policies.placement.occupancy import Occupancy
@@ -111,6 +115,10 @@ class Optimus(AllocationPolicy):
         self._fits: dict[int, tuple[int, tuple[float, float, float] | None]] = {}
         self._speeds: dict[tuple, float] = {}
         self._perf: object = None
+        # ``HintConfig.batch = "goodput"``: worker counts priced at their batch of best goodput
+        self._goodput = GoodputBatch() if self.tuning.batch == "goodput" else None
+        if self._goodput is not None:
+            self._goodput.reset(topology)
 
     def observe(self, view: ClusterView) -> None:
         curves, rng = self._curves, self.rng
@@ -192,8 +200,18 @@ class Optimus(AllocationPolicy):
         # Speeds kept per job, or per model where the predictor's depend on a job only through its
         # model (``per_model``): hundreds of new jobs then price each model once.
         per_model = perf.per_model
+        # Under Pollux's batch rule, a job's speed at each count at the batch it would run at there;
+        # those change as the job trains, so they are kept for this call only.
+        good = self._goodput.speeds(view) if self._goodput is not None else None
+        good_memo: dict[tuple[int, int], float] = {}
 
         def T(k: int, wk: int, pk: int) -> float:
+            if good is not None and good[k] is not None:
+                s = good_memo.get((k, wk))
+                if s is None:
+                    s = good_memo[(k, wk)] = good[k](wk)  # type: ignore[misc]
+                if s > 0:
+                    return rem[k] * bsz[k] / s
             job = jobs[k]
             key = (job.model if per_model else job.job_id, job.arch, job.mode, bsz[k], wk, pk)
             s = speeds.get(key)

@@ -171,8 +171,8 @@ def _register_builtins() -> None:
     register("scheduler", "optimus-tuned", lambda: _resolve("optimus-tuned")(),
              "the hrl agent's rules without its network: Optimus with the shipped hint's tuned options (reads each "
              "job's remaining work from the predictor: exact by default, an oracle then), the fastest architecture "
-             "and mode at its worker count, pack placing; on the Pollux traces Pollux's batch rule (each job's batch "
-             "of best goodput)", "Peng et al., EuroSys'18; Qiao et al., OSDI'21 (the batch rule); this project "
+             "and mode at its worker count, pack placing; on the Pollux traces Pollux's batch rule (worker counts priced "
+             "at, and each job run at, its batch of best goodput)", "Peng et al., EuroSys'18; Qiao et al., OSDI'21 (the batch rule); this project "
              "(agent/rules.py)")
     register("scheduler", "lookahead", lambda settings=None: _resolve("lookahead")(settings),
              "oracle: rollout planner over optimus-tuned (copies the simulation, tries other slots, policies' "
