@@ -10,9 +10,9 @@ it).
 
 ``GoodputBatch`` (``HintConfig.batch`` = ``"tune"`` or ``"goodput"``: the
 agent's rules, and the agent): the scheduler decides on the view with every
-job at its own batch size, as it was submitted (``Job.batch_size``: what it prices worker counts
-at, and what the measured tables hold at every count; at a batch tuned for
-other counts a table can lack the per-GPU batch); then each job placed anew
+job at its own batch size, as it was submitted (``Job.batch_size``: what the
+measured tables hold at every count; at a batch tuned for other counts a
+table can lack the per-GPU batch); then each job placed anew
 or moved gets the batch of best goodput at its placement's servers and GPUs.
 A job that keeps its placement is re-tuned only where that pays for the
 restart a batch change costs in this engine: its predicted time left at its
